@@ -1,0 +1,399 @@
+"""The check catalogue: every check lrtool runs, with a stable ID, a severity and its documentation.
+
+IDs never change meaning once released. The letter names the family:
+``M`` targets and mixtures, ``I`` info.json, ``S`` parquet schema drift, ``T`` tasks, ``C`` counts and
+indices, ``D`` deep (row-level) checks, ``F`` files, ``R`` row groups, ``G`` statistics.
+``docs/checks.md`` is generated from this module (``lrtool checks --format markdown``), so the docs cannot
+drift from the code. Sources in the texts: lerobot-format (§ numbers) and pitfalls (letter+number) are the
+project's reference notes on lerobot ``7427f318`` and OpenTau ``0b153a92``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One catalogue entry.
+
+    Attributes:
+        id: stable ID (``S002``).
+        name: stable kebab-case name (``column-undeclared``).
+        severity: default severity (a finding may be raised at another severity when its message says why).
+        title: the one-line summary.
+        what: what the check looks at.
+        why: how the defect breaks training (the symptom users see).
+        fix: how to fix it (``lrtool repair`` when mechanical).
+        deep: True if it runs only with ``--deep`` (reads data columns, not just footers).
+    """
+
+    id: str
+    name: str
+    severity: str
+    title: str
+    what: str
+    why: str
+    fix: str
+    deep: bool = False
+
+
+_CHECKS = [
+    # ------------------------------------------------------------------ M: targets and mixtures
+    Check("M001", "target-unresolved", ERROR, "A target could not be resolved to a dataset folder.",
+          "A TARGET or mixture entry names a folder that does not exist, or a repo id found in neither "
+          "$HF_LEROBOT_HOME/<repo_id> nor a hub snapshot cache (refs resolved offline).",
+          "The training job would try to download it (lerobot falls back to the Hub when a local copy is "
+          "missing) or stop with FileNotFoundError / RepositoryNotFoundError on an offline node.",
+          "Fix the path or revision, or prefetch the dataset (`lrtool prefetch mixture.txt`)."),
+    Check("M002", "mixture-entry-invalid", ERROR, "A mixture entry is malformed.",
+          "Each line of a text mixture (`repo_id[@revision]` or path, optional `episodes=0-9,12`) and each "
+          "OpenTau `dataset_mixture.datasets[*]` object (repo_id/root/revision/episodes).",
+          "The training config fails to parse, or silently trains on the wrong subset.",
+          "Correct the entry as the message says."),
+    Check("M003", "feature-mapping", ERROR, "A mixture entry maps a role to a column the dataset does not have.",
+          "OpenTau `data_features_name_mapping` values against the dataset's declared features (pitfalls I1).",
+          "The mixture loader raises KeyError on the first batch from that dataset, hours into a run.",
+          "Map the role to an existing feature name (see the dataset's meta/info.json features)."),
+    Check("M004", "episodes-out-of-range", ERROR, "A mixture entry requests episodes the dataset does not have.",
+          "Requested `episodes` / `excluded_episodes` against the episode indices in the metadata.",
+          "lerobot warns and ignores out-of-range episodes (lerobot-format §15.1), so the run silently trains "
+          "on less data; other loaders raise IndexError.",
+          "Restrict the episode list to indices the dataset has."),
+    # ------------------------------------------------------------------ I: info.json
+    Check("I001", "info-missing", ERROR, "meta/info.json is missing: not a LeRobot dataset.",
+          "The dataset root must hold meta/info.json.",
+          "Every loader reads info.json first; without it lerobot tries to download the dataset from the Hub.",
+          "Point the target at the dataset root, or restore meta/info.json."),
+    Check("I002", "info-json-invalid", ERROR, "meta/info.json is not valid JSON.",
+          "meta/info.json parses as a JSON object.",
+          "json.JSONDecodeError at dataset construction.",
+          "Restore the file (a truncated write is the usual cause); lrtool cannot repair it."),
+    Check("I003", "info-schema", ERROR, "meta/info.json violates the JSON Schema for its codebase_version.",
+          "Required keys and types per layout (v2.x: counters, templates, chunks_size; v3.0: codebase_version, fps, "
+          "features), validated with jsonschema against lerobot_tools/schemas/info.schema.json.",
+          "lerobot v3 raises TypeError for a missing required key and ValueError for non-positive sizes "
+          "(lerobot-format §3.2); v2 loaders raise KeyError.",
+          "Add or correct the key named in the message."),
+    Check("I004", "codebase-version", ERROR, "codebase_version is missing or not a known version.",
+          "codebase_version is one of v2.0, v2.1, v3.0.",
+          "lerobot raises BackwardCompatibilityError / NotImplementedError for other majors (lerobot-format §12.1); "
+          "an unparseable value raises packaging.version.InvalidVersion.",
+          "Set the version the files are laid out in, or convert the dataset."),
+    Check("I005", "fps-invalid", ERROR, "fps is not a positive integer.",
+          "info.json fps is an integer > 0 (a float such as 30.0 is a warning).",
+          "fps <= 0 raises ValueError in lerobot v3; a float breaks frame-index arithmetic and video "
+          "base_rate comparisons (pitfalls A10).",
+          "Set fps to the integer frame rate the data was recorded at (`lrtool repair` casts 30.0 to 30)."),
+    Check("I006", "feature-invalid", ERROR, "A feature declaration is malformed.",
+          "Each feature has a known dtype (a numpy dtype, or image/video/string/language), an integer shape of "
+          "rank 1-5, and cameras (image/video) a rank-3 shape.",
+          "lerobot raises ValueError (rank > 5 or 0) or NotImplementedError (unknown dtype) while building "
+          "the Features; OpenTau requires rank-3 camera shapes.",
+          "Correct dtype/shape from the data (`lrtool repair` takes them from consistent parquet files)."),
+    Check("I007", "feature-names-shape", WARNING, "A feature's names do not match its shape.",
+          "`names` is null, a list of shape[0] strings (cameras: one per dimension), or a dict of such lists.",
+          "Policies index by names (camera names[2] decides HWC vs CHW, pitfalls A9); a mismatch silently "
+          "mislabels dimensions or raises TypeError.",
+          "`lrtool repair` flattens a singly nested list; a length mismatch needs the right names by hand."),
+    Check("I008", "path-template", ERROR, "data_path or video_path is not a valid template.",
+          "Templates use only {episode_chunk}/{episode_index}/{video_key} (v2.x) or "
+          "{chunk_index}/{file_index}/{video_key} (v3.0), stay inside the dataset root, and video_path is set "
+          "exactly when video features exist (pitfalls A11). Non-default v3.0 templates are a warning: the v3 "
+          "loader globs data/*/*.parquet regardless (lerobot-format §2.2).",
+          "KeyError/IndexError when a loader formats the path, or files looked up in the wrong place.",
+          "Restore the default template for the layout, or fix the placeholder named."),
+    Check("I009", "camera-names", WARNING, "A camera feature's names are not [height, width, channels].",
+          "Image/video features declare names ['height','width','channels'] (or 'channel').",
+          "lerobot's dataset_to_policy_features raises TypeError on names: null (issue #3786) and treats "
+          "other names as CHW, silently mis-permuting HWC images (pitfalls A9).",
+          "Set names to [\"height\", \"width\", \"channels\"] for HWC shapes."),
+    Check("I010", "default-features", WARNING, "A default feature is missing or has the wrong dtype.",
+          "timestamp float32, frame_index/episode_index/index/task_index int64, each shape [1] (lerobot-format §4).",
+          "Loaders index episodes, frames and tasks through these columns; without them delta windows, video "
+          "lookups and task strings fail.",
+          "Declare the default features as lerobot writes them."),
+    Check("I011", "feature-name-slash", ERROR, "A feature name contains '/'.",
+          "Feature names never contain '/' (lerobot _validate_feature_names).",
+          "Stats are flattened as stats/<feature>/<stat>; a '/' in a name breaks unflattening (pitfalls A8).",
+          "Rename the feature (info.json, parquet column, stats)."),
+    # ------------------------------------------------------------------ S: schema drift
+    Check("S001", "column-missing", ERROR, "A declared feature has no column in the data parquet.",
+          "Every declared non-video feature is a column of every data file (read from parquet footers).",
+          "datasets fills the missing column with None; collation then fails with a TypeError mid-epoch "
+          "(pitfalls A2, verified with datasets 4.8.5).",
+          "Remove the declaration (and its stats) or backfill the column."),
+    Check("S002", "column-undeclared", ERROR, "A parquet column is not declared in info.json features.",
+          "Every data column is a declared feature (e.g. `language_events` added by annotation tools).",
+          "lerobot v3 passes info.json Features to the reader: DatasetGenerationError caused by CastError "
+          "\"column names don't match\" (pitfalls A1).",
+          "`lrtool repair` declares it from its Arrow type, or drops it from every file with --drop-undeclared."),
+    Check("S003", "dtype-mismatch", ERROR, "A column's element type differs from the declared dtype.",
+          "Arrow value type vs declared dtype (float64 stored where float32 is declared, int32 vs int64, ...).",
+          "lerobot casts silently, but loaders that read the parquet schema (OpenTau) yield float64 tensors, "
+          "so collating with other datasets fails or doubles memory; a string/number mismatch fails the cast.",
+          "`lrtool repair` re-declares the dtype when every file agrees; otherwise rewrite the files."),
+    Check("S004", "shape-mismatch", ERROR, "A column's shape differs from the declared shape.",
+          "Scalar vs list: a [1]-shaped feature must be a plain scalar column, not a one-element list; a [N] "
+          "feature a fixed_size_list of length N (lerobot-format §5.1).",
+          "TypeError: Couldn't cast array of type fixed_size_list<element: float>[1] to float (verified), or a "
+          "length mismatch fails the cast.",
+          "`lrtool repair` casts one-element lists to scalars; other lengths need the data fixed."),
+    Check("S005", "variable-length-list", WARNING, "A fixed-length vector is stored as a variable-length list.",
+          "A [N] feature stored as list<T> instead of fixed_size_list<T>[N] (every pandas round-trip does this, "
+          "pitfalls A4).",
+          "lerobot casts on load and fails on the first row with another length; readers of the embedded "
+          "schema see untyped lists.",
+          "`lrtool repair` casts to fixed_size_list when every row has the declared length (checked with --deep)."),
+    Check("S006", "hf-metadata", WARNING, "The `huggingface` schema metadata is missing or disagrees with info.json.",
+          "The parquet key-value metadata `huggingface` (features JSON written by datasets) against info.json.",
+          "lerobot <= 0.3 and OpenTau read that metadata: a disagreement yields other types than info.json "
+          "declares; `_type: List` is unreadable by datasets < 4 (pitfalls A4, A5).",
+          "`lrtool repair` rewrites the metadata from info.json."),
+    Check("S007", "cross-file-drift", ERROR, "Data files of one dataset have different schemas.",
+          "Arrow schemas (names, order-insensitive, and types) of every data file compared with each other.",
+          "Concatenating the files fails (OpenTau loads without Features: files disagree only at concatenation) "
+          "or casts differently per file.",
+          "Rewrite the odd files in the majority schema."),
+    # ------------------------------------------------------------------ T: tasks
+    Check("T001", "tasks-file", ERROR, "The task table is missing or malformed.",
+          "meta/tasks.jsonl (v2.x, one {task_index, task} per line) or meta/tasks.parquet (v3.0) exists and parses.",
+          "lerobot reads tasks at construction: FileNotFoundError or KeyError on the first sample.",
+          "Restore the file from the episode metadata (`lrtool repair` appends missing labels)."),
+    Check("T002", "task-label-missing", ERROR, "An episode references a task label missing from the task table.",
+          "Every label in episodes.jsonl `tasks` / meta/episodes `tasks` exists in the task table (pitfalls B4).",
+          "KeyError when the loader maps the episode's task string to an index; OpenTau falls back with a warning.",
+          "`lrtool repair` appends the missing labels with new task indices."),
+    Check("T003", "task-index-out-of-range", ERROR, "A data row's task_index has no task.",
+          "task_index values in every data file (from footer statistics, else the column) lie in the task table.",
+          "IndexError: single positional indexer is out-of-bounds in tasks.iloc (pitfalls B6, lerobot #4017).",
+          "Add the missing tasks or fix the task_index column; not mechanical."),
+    Check("T004", "tasks-parquet-form", ERROR, "meta/tasks.parquet is not in the form loaders read.",
+          "v3.0 tasks.parquet: task string as the pandas index named `task`, task_index == row position "
+          "(lerobot-format §7.2). An unnamed index (__index_level_0__) is a warning: lerobot copes, others don't.",
+          "lerobot looks tasks up by position with the pandas index as text: without pandas metadata every "
+          "sample's task becomes the row number, silently (pitfalls B1, B2, verified).",
+          "`lrtool repair` rewrites tasks.parquet in the pandas-index form with the same mapping."),
+    Check("T005", "task-duplicate", WARNING, "The same task label appears more than once.",
+          "Labels in the task table are unique.",
+          "Inverse maps are last-wins, so episodes get another task_index than their rows (pitfalls B5); v3.0 "
+          "cannot represent duplicates and conversion collapses them.",
+          "Merge the duplicates and renumber task_index in the data; not mechanical."),
+    Check("T006", "total-tasks", ERROR, "info.json total_tasks differs from the task table.",
+          "total_tasks == number of rows of the task table.",
+          "total_tasks == 0 makes lerobot skip loading tasks (meta.tasks = None) and crash on the first sample "
+          "(pitfalls B3).",
+          "`lrtool repair` recomputes it."),
+    Check("T007", "task-indices", ERROR, "Task indices are not 0..N-1 in row order.",
+          "tasks.jsonl / tasks.parquet task_index values equal their row position.",
+          "lerobot looks tasks up by position (tasks.iloc[task_index]), OpenTau by value: the two disagree and "
+          "samples get the wrong instruction (pitfalls B2).",
+          "Sort and renumber; `lrtool repair` rewrites a v3.0 table that only needs reordering."),
+    # ------------------------------------------------------------------ C: counts and indices
+    Check("C001", "total-episodes", ERROR, "info.json total_episodes differs from the episode metadata.",
+          "total_episodes == number of episode-metadata rows.",
+          "0 makes lerobot skip loading episodes; too large makes it think episodes are missing and try the Hub "
+          "(pitfalls B3, C11).",
+          "`lrtool repair` recomputes it from what is on disk."),
+    Check("C002", "total-frames", ERROR, "info.json total_frames differs from the rows on disk.",
+          "total_frames == sum of data parquet row counts (footers) == sum of episode lengths.",
+          "len(LeRobotDataset) is total_frames, not the row count: too small hides the tail, too large raises "
+          "IndexError (lerobot-format §3.2, pitfalls C11).",
+          "`lrtool repair` recomputes it."),
+    Check("C003", "total-videos-chunks", WARNING, "v2.x total_videos / total_chunks are wrong.",
+          "total_videos == episodes x video keys; total_chunks == ceil(total_episodes / chunks_size).",
+          "Tools that trust the counters (converters, progress estimates) miscount; the v2.1->v3.0 converter "
+          "raises KeyError without them.",
+          "`lrtool repair` recomputes them."),
+    Check("C004", "episode-indices", ERROR, "Episode indices are not 0..N-1 in metadata order.",
+          "episode_index of the metadata rows equals their position (lerobot-format §14 I1); no duplicates.",
+          "lerobot indexes episodes by position: the wrong episode's files and offsets are read, or IndexError.",
+          "Renumber the episodes; not mechanical."),
+    Check("C005", "episode-length", ERROR, "An episode's length differs from its rows in the data.",
+          "v2.x: each episode's parquet has `length` rows. v3.0: each data file has the summed lengths of the "
+          "episodes the metadata places in it (and, with --deep, each episode exactly `length` rows).",
+          "Episode boundaries shift: delta windows and padding masks cross episodes; check_timestamps_sync "
+          "reports large negative diffs (pitfalls C9).",
+          "Fix the episode metadata or the data; not mechanical."),
+    Check("C006", "index-ranges", ERROR, "v3.0 dataset_from_index / dataset_to_index are not contiguous.",
+          "to - from == length; ranges ascending and back to back from 0; the last ends at total_frames "
+          "(lerobot-format §14 I2, I3; pitfalls C1-C3).",
+          "Padding masks true almost everywhere (#1919) or KeyError in _absolute_to_relative_idx.",
+          "Recompute the ranges from the episode lengths; not applied automatically."),
+    Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",
+          "meta/episodes.jsonl (v2.x) or meta/episodes/*/*.parquet (v3.0) exists and every row has the "
+          "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges).",
+          "Loaders cannot locate episodes: FileNotFoundError, KeyError, or a Hub download attempt.",
+          "Restore the metadata; not mechanical."),
+    Check("C008", "splits", WARNING, "info.json splits is malformed or out of range.",
+          "splits maps names to 'start:end' episode ranges within total_episodes.",
+          "Not used by the lerobot loaders, but split-aware tooling reads it.",
+          "`lrtool repair` rewrites {'train': '0:<total_episodes>'}."),
+    # ------------------------------------------------------------------ D: deep (row level)
+    Check("D001", "frame-index", ERROR, "frame_index does not run 0..length-1 within an episode.",
+          "Per episode, frame_index is 0, 1, ..., length-1 in row order.",
+          "Video lookups and delta windows use frame_index: wrong frames or FrameTimestampError.",
+          "Regenerate frame_index; not mechanical.", deep=True),
+    Check("D002", "global-index", ERROR, "The global index column is not contiguous.",
+          "index == row position over the files in loader order (v3.0: == dataset_from_index + frame_index).",
+          "Without an episode subset delta windows index by absolute index: silently wrong rows (lerobot-format §14 I2).",
+          "Renumber index; not mechanical.", deep=True),
+    Check("D003", "timestamp-sync", ERROR, "timestamp is not frame_index / fps within tolerance.",
+          "|timestamp - frame_index / fps| <= tolerance_s (default 1e-4 s, --tolerance-s).",
+          "Video frames are looked up by timestamp: FrameTimestampError or torchcodec IndexError at decode time "
+          "(pitfalls D1; lerobot v3 no longer checks at load).",
+          "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced; not automatic.", deep=True),
+    Check("D004", "row-order", ERROR, "Data rows are not ordered by episode.",
+          "Each episode's rows are contiguous and episodes ascend in file order, in the file the metadata names.",
+          "OpenTau raises RuntimeError (not ordered by ascending episode_index); lerobot reads wrong rows.",
+          "Sort the rows by (episode_index, frame_index); not mechanical.", deep=True),
+    Check("D005", "list-lengths", ERROR, "A variable-length list column has rows of the wrong length.",
+          "Every row of a list column stored without a fixed size has the declared length.",
+          "The cast to the declared fixed length fails on that row: TypeError mid-epoch (pitfalls A4).",
+          "Fix or drop the offending rows; not mechanical.", deep=True),
+    # ------------------------------------------------------------------ F: files
+    Check("F001", "data-file-missing", ERROR, "A data file the metadata references is missing.",
+          "Every data parquet implied by the episode metadata and data_path exists.",
+          "lerobot sees the episode as not cached and tries to download it from the Hub (lerobot-format §14 I8).",
+          "Re-download the dataset (`lrtool prefetch`)."),
+    Check("F002", "video-file-missing", ERROR, "A video file the metadata references is missing.",
+          "Every mp4 implied by the episode metadata and video_path exists. A dataset whose videos are all missing fails.",
+          "Video decode raises FileNotFoundError for the first sample of that episode, or lerobot tries the Hub.",
+          "Re-download the videos; if they sit in a neighbouring layout, `lrtool repair` can rewrite video_path "
+          "or move the files (--move-files)."),
+    Check("F003", "orphan-file", ERROR, "A file sits where loaders look but no metadata references it.",
+          "Files under data/, meta/episodes/ (v3.0) and videos/ against the set the metadata implies. Orphan "
+          "parquet under data/ or meta/episodes/ is an error (loaders glob them); orphan videos are a warning.",
+          "The v3 loader globs data/*/*.parquet: stray copies add rows and shift positional indexing "
+          "(pitfalls C8); lerobot <= 0.3 loaded everything under data/.",
+          "Delete the stray file, or fix the metadata that should reference it."),
+    Check("F004", "lfs-pointer", ERROR, "A file is a Git LFS pointer, not the content.",
+          "The first bytes of every referenced parquet and mp4 (a few hundred bytes per file).",
+          "ArrowInvalid: Could not open Parquet input source (lerobot #2268), or a decode failure.",
+          "Fetch the content: `git lfs pull`, or re-download with lrtool prefetch."),
+    Check("F005", "error-page", ERROR, "A file is an HTML/XML/JSON error page saved under a data name.",
+          "The first bytes of every referenced parquet and mp4.",
+          "The reader fails on the first access to that file (often an auth wall or a 429 body saved to disk).",
+          "Re-download; check tokens and rate limits."),
+    Check("F006", "empty-file", ERROR, "A referenced file is empty (0 bytes).",
+          "Size of every referenced parquet and mp4.",
+          "ArrowInvalid / decode error on first access.",
+          "Re-download the file."),
+    Check("F007", "parquet-unreadable", ERROR, "A parquet file has no valid footer or cannot be opened.",
+          "Each data parquet footer opens with pyarrow.",
+          "`Parquet magic bytes not found in footer`: recording ended without finalize() (pitfalls E1).",
+          "Re-download, or re-record the episode; the data is not recoverable mechanically."),
+    Check("F008", "video-unreadable", ERROR, "A video container header cannot be read.",
+          "The mp4 box structure (moov present, boxes within the file) and the PyAV header (no decode).",
+          "Decode fails for every sample in that file.",
+          "Re-download or re-encode the file."),
+    Check("F009", "video-codec-mismatch", WARNING, "A video stream differs from what info.json declares.",
+          "Probed codec, pix_fmt, size and fps against features[key].info (video.codec, video.pix_fmt, shape, fps). "
+          "The declaration describes episode 0's file only (pitfalls D7).",
+          "GPU decode plans and transforms based on the declaration are wrong (e.g. AV1 files declared H.264 "
+          "on an H100, whose NVDEC has no AV1).",
+          "`lrtool repair` updates the declaration from the probed stream."),
+    Check("F010", "video-duration", ERROR, "An episode's video segment runs past the end of its mp4.",
+          "v3.0: each episode's to_timestamp is within the video duration (half a frame of slack), "
+          "and segments of one file are back to back (pitfalls C4, D3, D6).",
+          "torchcodec raises IndexError: Invalid frame index, or FrameTimestampError with timestamps far apart.",
+          "Re-encode or re-concatenate the video; not mechanical."),
+    Check("F011", "images-staging", WARNING, "An images/ staging folder is left in a finished dataset.",
+          "images/ (PNG staging during recording) is absent or empty.",
+          "A sign of an interrupted recording: episodes may be missing frames or videos (pitfalls E1).",
+          "Check the last episodes; delete images/ once the videos are complete."),
+    # ------------------------------------------------------------------ R: row groups
+    Check("R001", "row-group-spans-episodes", WARNING, "A row group holds rows of several episodes.",
+          "Per row group, episode_index min == max (footer statistics).",
+          "`read_row_group(i)` no longer returns one episode: episode-sharded streaming must materialise whole "
+          "files (pitfalls E2).",
+          "`lrtool reshard` rewrites one episode per row group."),
+    Check("R002", "row-group-oversize", WARNING, "A row group is far above the size limit.",
+          "Uncompressed row-group size against 2 x --row-group-mb (default 32 MB).",
+          "Readers materialise a whole row group: one giant group per file means every worker holds the whole "
+          "file in memory (OOM).",
+          "`lrtool reshard --row-group-mb 32`."),
+    Check("R003", "page-index-missing", INFO, "A data file has no page index.",
+          "Column and offset indexes in the footer (pyarrow write_page_index=True).",
+          "Without it, readers cannot skip pages inside a row group for filtered or random reads.",
+          "`lrtool reshard` writes it."),
+    Check("R004", "uneven-shards", WARNING, "The shard count does not divide evenly across ranks.",
+          "With --world-size N: files and row groups against N.",
+          "datasets' split_dataset_by_node falls back to every rank reading every shard and keeping one example "
+          "in N: N times the I/O.",
+          "`lrtool reshard` (one row group per episode) or choose a world size that divides the shard count."),
+    # ------------------------------------------------------------------ G: statistics
+    Check("G001", "stats-missing", WARNING, "meta/stats.json is missing or unreadable.",
+          "v3.0 normalises with meta/stats.json (v2.1 aggregates episodes_stats.jsonl instead).",
+          "Training without normalisation statistics fails in make_policy or normalises with garbage.",
+          "Recompute the statistics (lerobot `recompute_stats`)."),
+    Check("G002", "stats-keys", WARNING, "stats.json describes features that are not declared.",
+          "Top-level keys of stats.json are declared features.",
+          "Stale keys after a feature was renamed or removed; normalisation keyed by name misses the new one.",
+          "Recompute the statistics."),
+    Check("G003", "stats-nonfinite", ERROR, "stats.json holds NaN or infinite values.",
+          "Every numeric leaf of stats.json is finite.",
+          "One dataset with NaN/Inf poisons the normalisation buffers of a whole mixture (pitfalls G3).",
+          "Recompute the statistics for the feature named."),
+]
+
+CATALOGUE: dict[str, Check] = {c.id: c for c in _CHECKS}
+FAMILIES = {
+    "M": "targets and mixtures", "I": "info.json", "S": "schema drift", "T": "tasks", "C": "counts and indices",
+    "D": "deep (row level, --deep)", "F": "files", "R": "row groups", "G": "statistics",
+}
+
+
+def get(check_id: str) -> Check:
+    """The catalogue entry for ``check_id``.
+
+    Raises:
+        KeyError: unknown ID.
+    """
+    return CATALOGUE[check_id]
+
+
+def expand_selection(spec: list[str] | None) -> set[str] | None:
+    """Expand ``--select``/``--ignore`` values (IDs or prefixes such as ``S`` or ``R00``, comma separated).
+
+    Returns None when ``spec`` is empty (meaning "no restriction").
+
+    Raises:
+        ValueError: a value matches no check ID.
+    """
+    if not spec:
+        return None
+    out: set[str] = set()
+    for item in spec:
+        for part in item.split(","):
+            part = part.strip().upper()
+            if not part:
+                continue
+            matched = {cid for cid in CATALOGUE if cid.startswith(part)}
+            if not matched:
+                raise ValueError(f"unknown check ID or prefix {part!r}")
+            out |= matched
+    return out
+
+
+def markdown() -> str:
+    """The catalogue as Markdown (the source of docs/checks.md)."""
+    lines = ["# lrtool check catalogue", "",
+             "Generated by `lrtool checks --format markdown`; do not edit by hand.", "",
+             "| ID | name | severity | summary |", "|---|---|---|---|"]
+    for c in _CHECKS:
+        lines.append(f"| [{c.id}](#{c.id.lower()}) | {c.name} | {c.severity} | {c.title}{' (--deep)' if c.deep else ''} |")
+    current = None
+    for c in _CHECKS:
+        fam = c.id[0]
+        if fam != current:
+            current = fam
+            lines += ["", f"## {fam}: {FAMILIES[fam]}"]
+        lines += ["", f"### {c.id}", "", f"**{c.name}** ({c.severity}{', --deep only' if c.deep else ''}): {c.title}", "",
+                  f"- **What:** {c.what}", f"- **Why it breaks training:** {c.why}", f"- **How to fix:** {c.fix}"]
+    return "\n".join(lines) + "\n"

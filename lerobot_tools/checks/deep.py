@@ -1,0 +1,225 @@
+"""Family D (``--deep``): stream the index and timestamp columns of every data file.
+
+Only the columns the checks need are read, in record batches (``ParquetFile.iter_batches``), so memory is
+bounded by one batch whatever the file size. Checks: rows grouped and ordered by episode in the file the
+metadata names (D004), per-episode row counts (C005), ``frame_index`` 0..length-1 (D001), global ``index``
+contiguous (D002), ``|timestamp - frame_index/fps| <= tolerance_s`` (D003), and the row lengths of
+variable-length list columns (D005). Sources: lerobot-format §6, §14 I2-I4; pitfalls A4, C9, D1, D10.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lerobot_tools.checks.engine import CheckContext
+
+BATCH_ROWS = 65_536
+
+
+@dataclass
+class _EpisodeStats:
+    rows: int = 0
+    bad_frame: int = 0
+    first_bad_frame: tuple[int, int, int] | None = None  # (row in episode, got, expected)
+    bad_ts: int = 0
+    max_ts_err: float = 0.0
+
+
+@dataclass
+class _FileScan:
+    runs: list[list[int]] = field(default_factory=list)  # [episode, rows] in row order
+    episodes: dict[int, _EpisodeStats] = field(default_factory=dict)
+    bad_index: int = 0
+    first_bad_index: tuple[int, int, int] | None = None  # (row in file, got, expected)
+    list_bad: dict[str, int] = field(default_factory=dict)
+    rows: int = 0
+
+
+def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int | None,
+              list_columns: dict[str, int]) -> _FileScan:
+    """Stream one data file's index columns and return what was seen (see module docstring).
+
+    Args:
+        path: the parquet file.
+        fps: frames per second for the timestamp check (None skips it).
+        tolerance_s: allowed timestamp error in seconds.
+        index_offset: the global ``index`` expected on the first row (None skips D002).
+        list_columns: variable-length list columns to check, name -> declared length.
+
+    Raises:
+        Exception: pyarrow errors for unreadable data pages (the caller reports them).
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    names = set(pf.schema_arrow.names)
+
+    def usable(c: str) -> bool:  # a list-typed index column is S004's finding, not read here
+        if c not in names:
+            return False
+        t = pf.schema_arrow.field(c).type
+        return pa.types.is_floating(t) if c == "timestamp" else pa.types.is_integer(t)
+
+    wanted = [c for c in ("episode_index", "frame_index", "index", "timestamp") if usable(c)]
+    cols = wanted + [c for c in list_columns if c in names]
+    scan = _FileScan()
+    if "episode_index" not in wanted or not cols:
+        return scan
+    carry_ep = None
+    carry_pos = 0
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
+        n = batch.num_rows
+        if n == 0:
+            continue
+        ep = batch.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        change = np.flatnonzero(ep[1:] != ep[:-1]) + 1
+        starts = np.concatenate(([0], change))
+        lens = np.diff(np.concatenate((starts, [n])))
+        # position of each row inside its run of equal episode_index
+        pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lens)
+        if carry_ep is not None and ep[0] == carry_ep:
+            pos[: lens[0]] += carry_pos
+        for s, ln in zip(starts, lens):
+            e = int(ep[s])
+            if scan.runs and scan.runs[-1][0] == e and s == 0 and carry_ep == e:
+                scan.runs[-1][1] += int(ln)
+            else:
+                scan.runs.append([e, int(ln)])
+            scan.episodes.setdefault(e, _EpisodeStats()).rows += int(ln)
+        carry_pos = int(pos[-1]) + 1
+        carry_ep = int(ep[-1])
+        if "frame_index" in wanted:
+            fi = batch.column("frame_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            bad = np.flatnonzero(fi != pos)
+            for r in bad[:1000]:
+                st = scan.episodes[int(ep[r])]
+                st.bad_frame += 1
+                if st.first_bad_frame is None:
+                    st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
+            if len(bad) > 1000:
+                scan.episodes[int(ep[bad[-1]])].bad_frame += len(bad) - 1000
+            if fps and "timestamp" in wanted:
+                ts = batch.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
+                err = np.abs(ts - fi / fps)
+                bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
+                if len(bad_ts):
+                    for e in np.unique(ep[bad_ts]):
+                        sel = bad_ts[ep[bad_ts] == e]
+                        st = scan.episodes[int(e)]
+                        st.bad_ts += len(sel)
+                        st.max_ts_err = max(st.max_ts_err, float(err[sel].max()))
+        if "index" in wanted and index_offset is not None:
+            idx = batch.column("index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            expected = np.arange(scan.rows, scan.rows + n, dtype=np.int64) + index_offset
+            bad = np.flatnonzero(idx != expected)
+            if len(bad):
+                scan.bad_index += len(bad)
+                if scan.first_bad_index is None:
+                    r = int(bad[0])
+                    scan.first_bad_index = (scan.rows + r, int(idx[r]), int(expected[r]))
+        for name, length in list_columns.items():
+            if name not in names:
+                continue
+            lengths = pc.list_value_length(batch.column(name)).to_numpy(zero_copy_only=False)
+            nbad = int(np.count_nonzero(lengths != length))
+            if nbad:
+                scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad
+        scan.rows += n
+    return scan
+
+
+def run(ctx: CheckContext) -> None:
+    if not ctx.options.deep:
+        ctx.skip("D001-D005, C005 per episode", "--deep not given (footers only)")
+        return
+    ds = ctx.dataset
+    if not ctx.episodes_ok or not ctx.data_files:
+        ctx.skip("D001-D005", "no readable episode metadata or data files")
+        return
+    import pyarrow as pa
+
+    by_ep = {e.episode_index: e for e in ds.episodes}
+    fps = ds.fps
+    tol = ctx.options.tolerance_s
+    feats = ds.features
+    global_offset: int | None = 0
+    prev_last_ep = None
+    if ctx.bad_data_files:
+        ctx.skip("D002 across files", "some data files are missing or unreadable, so global index positions are unknown")
+    for df in ctx.data_files:
+        rel = df.relpath
+        footer = ctx.footers.get(rel)
+        if footer is None:
+            global_offset = None
+            continue
+        list_cols = {}
+        for name, feat in feats.items():
+            shape = feat.get("shape")
+            if name in footer.schema.names and isinstance(shape, list) and len(shape) == 1 and shape[0] > 1 \
+                    and feat.get("dtype") not in ("string", "image", "video", "language"):
+                t = footer.schema.field(name).type
+                if pa.types.is_list(t) or pa.types.is_large_list(t):
+                    list_cols[name] = shape[0]
+        offset = global_offset
+        if ds.layout == "v3" and df.episodes and by_ep.get(df.episodes[0]) and by_ep[df.episodes[0]].from_index is not None:
+            offset = by_ep[df.episodes[0]].from_index if global_offset is None else global_offset
+        try:
+            scan = scan_file(ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset, list_columns=list_cols)
+        except Exception as exc:  # corrupt data pages behind a valid footer
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            ctx.emit("F007", f"data pages cannot be read ({text[:160]})", rel)
+            global_offset = None
+            continue
+        if global_offset is not None:
+            global_offset += footer.num_rows
+        _report_file(ctx, df, scan, by_ep, prev_last_ep, tol)
+        if scan.runs:
+            prev_last_ep = scan.runs[-1][0]
+
+
+def _report_file(ctx: CheckContext, df, scan: _FileScan, by_ep: dict, prev_last_ep, tol: float) -> None:
+    rel = df.relpath
+    order = [e for e, _ in scan.runs]
+    if len(order) != len(set(order)):
+        ctx.emit("D004", "rows of an episode are not contiguous (episode_index sequence "
+                 f"{_short_seq(order)})", rel, group="episode rows are not contiguous")
+    elif order != sorted(order) or (prev_last_ep is not None and order and order[0] < prev_last_ep):
+        ctx.emit("D004", f"episodes are not in ascending order ({_short_seq(order)})", rel,
+                 group="episodes are not in ascending order")
+    present, expected = set(order), set(df.episodes)
+    if present != expected:
+        extra = sorted(present - expected)
+        absent = sorted(expected - present)
+        parts = []
+        if extra:
+            parts.append(f"holds episode(s) {extra[:6]} the metadata places elsewhere")
+        if absent:
+            parts.append(f"lacks episode(s) {absent[:6]} the metadata places here")
+        ctx.emit("D004", "file " + " and ".join(parts), rel, group="data files hold other episodes than the metadata says")
+    for e, st in sorted(scan.episodes.items()):
+        meta = by_ep.get(e)
+        if meta is not None and meta.length is not None and e in expected and st.rows != meta.length:
+            ctx.emit("C005", f"episode {e} has {st.rows} rows but length {meta.length}", rel,
+                     group="episode lengths disagree with the rows in the data files")
+        if st.bad_frame:
+            row, got, want = st.first_bad_frame
+            ctx.emit("D001", f"episode {e}: {st.bad_frame} row(s) with frame_index out of sequence "
+                     f"(first at row {row} of the episode: {got}, expected {want})", rel,
+                     group="frame_index does not run 0..length-1")
+        if st.bad_ts:
+            ctx.emit("D003", f"episode {e}: {st.bad_ts} of {st.rows} timestamp(s) differ from frame_index/fps by up to "
+                     f"{st.max_ts_err:.2e} s (tolerance {tol:g} s)", rel, group="timestamps are not frame_index / fps")
+    if scan.bad_index:
+        row, got, want = scan.first_bad_index
+        ctx.emit("D002", f"{scan.bad_index} row(s) with index out of sequence (first at row {row} of the file: "
+                 f"{got}, expected {want})", rel, group="the global index is not contiguous")
+    for name, nbad in scan.list_bad.items():
+        ctx.emit("D005", f"column {name!r}: {nbad} row(s) do not have the declared length", rel,
+                 group=f"column {name!r} has rows of the wrong length")
+
+
+def _short_seq(seq: list[int]) -> str:
+    return ", ".join(map(str, seq[:8])) + (", ..." if len(seq) > 8 else "")

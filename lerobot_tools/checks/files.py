@@ -1,0 +1,102 @@
+"""Family F (data side): referenced data files exist, are not placeholders, have footers; orphans.
+
+Videos are checked by :mod:`lerobot_tools.checks.videos`. Sources: lerobot-format §14 I8/I11,
+pitfalls C8 (orphans), E1 (no footer), E3 (LFS pointers).
+"""
+
+from __future__ import annotations
+
+from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.dataset.footers import read_footer
+from lerobot_tools.errors import DatasetError
+from lerobot_tools.sniff import Sniff, sniff
+
+
+def placeholder_finding(ctx: CheckContext, s: Sniff, rel: str, what: str) -> bool:
+    """Emit F004/F005/F006 for a placeholder file; return True when ``s`` is one."""
+    if s.kind == "empty":
+        ctx.emit("F006", f"{what} is empty (0 bytes)", rel, group=f"{what}s are empty (0 bytes)")
+    elif s.kind == "lfs-pointer":
+        ctx.emit("F004", f"{what} is a Git LFS pointer: {s.detail}", rel, group=f"{what}s are Git LFS pointers")
+    elif s.kind in ("html", "xml", "json", "text"):
+        ctx.emit("F005", f"{what} is not binary data but {s.detail}", rel,
+                 group=f"{what}s are {s.kind.upper()} error pages / text")
+    else:
+        return False
+    return True
+
+
+def run(ctx: CheckContext) -> None:
+    ds = ctx.dataset
+    assert ds is not None
+    if not ctx.episodes_ok:
+        ctx.skip("F001, F003-F007 (data files)", "the episode metadata could not be read, so the data files are unknown")
+        _check_images(ctx)
+        return
+    try:
+        data_files = ds.data_files()
+    except DatasetError as exc:
+        ctx.skip("F001, F003-F007 (data files)", str(exc))
+        return
+    ctx.data_files = data_files
+    for df in data_files:
+        rel = df.relpath
+        try:
+            path = ds.path(rel)
+        except DatasetError as exc:
+            ctx.emit("I008", exc.message, rel)
+            ctx.bad_data_files.add(rel)
+            continue
+        s = sniff(path)
+        if s.kind == "missing":
+            ctx.emit("F001", f"data file for episode(s) {format_episodes(df.episodes)} is missing", rel,
+                     group="data files are missing")
+            ctx.bad_data_files.add(rel)
+            continue
+        if s.kind == "unreadable":
+            ctx.emit("F007", f"data file cannot be read: {s.detail}", rel, group="data files cannot be read")
+            ctx.bad_data_files.add(rel)
+            continue
+        if placeholder_finding(ctx, s, rel, "data file"):
+            ctx.bad_data_files.add(rel)
+            continue
+        try:
+            ctx.footers[rel] = read_footer(path, rel)
+        except DatasetError as exc:
+            ctx.emit("F007", exc.message, rel, group="parquet files have no valid footer")
+            ctx.bad_data_files.add(rel)
+    if ctx.bad_data_files:
+        ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
+                 f"{len(ctx.bad_data_files)} of {len(data_files)} data file(s) missing or unreadable")
+
+    # F003 orphans under data/
+    referenced = {df.relpath for df in data_files}
+    for rel in ds.files_under("data", ".parquet"):
+        if rel not in referenced:
+            ctx.emit("F003", "parquet file under data/ is not referenced by the episode metadata; loaders that "
+                     "glob data/ will read its rows", rel, group="unreferenced parquet files under data/")
+    if ds.layout == "v3":
+        import re
+
+        pat = re.compile(r"^meta/episodes/chunk-\d{3,}/file-\d{3,}\.parquet$")
+        for rel in ds.files_under("meta/episodes", ".parquet"):
+            if not pat.match(rel):
+                ctx.emit("F003", "file under meta/episodes/ is not a chunk-XXX/file-YYY.parquet; the loader "
+                         "globs meta/episodes/*/*.parquet and may read it as episodes", rel)
+    _check_images(ctx)
+
+
+def _check_images(ctx: CheckContext) -> None:
+    ds = ctx.dataset
+    images = ds.root / "images"
+    if images.is_dir():
+        n = sum(1 for p in images.rglob("*") if p.is_file())
+        if n:
+            ctx.emit("F011", f"images/ holds {n} staged frame file(s): the recording may have been interrupted", "images")
+
+
+def format_episodes(eps: list[int]) -> str:
+    """Short text for a list of episode indices: ``"0, 1, 2"`` or ``"0-499 (500)"``."""
+    if len(eps) <= 4:
+        return ", ".join(map(str, eps))
+    return f"{eps[0]}-{eps[-1]} ({len(eps)})"

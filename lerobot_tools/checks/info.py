@@ -1,0 +1,193 @@
+"""Family I: meta/info.json — JSON Schema per layout, version, fps, features, templates.
+
+Sources: lerobot-format §3 (keys, parsing rules of lerobot v3 ``DatasetInfo``), §4 (features), §2 (templates),
+pitfalls A8-A11.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+from lerobot_tools.checks.engine import CheckContext, StopChecks
+from lerobot_tools.dataset import templates as tpl
+from lerobot_tools.dataset.model import DEFAULT_FEATURES, INFO_PATH, KNOWN_VERSIONS
+
+NUMERIC_DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64",
+}
+SPECIAL_DTYPES = {"image", "video", "string", "language"}
+CAMERA_NAMES = (["height", "width", "channels"], ["height", "width", "channel"])
+
+
+@lru_cache(maxsize=4)
+def _validator(layout: str):
+    import jsonschema
+
+    doc = json.loads(resources.files("lerobot_tools").joinpath("schemas/info.schema.json").read_text("utf-8"))
+    defn = {"v2": "info_v2", "v3": "info_v3"}.get(layout, "common")
+    schema = {"$schema": doc["$schema"], "$ref": f"#/$defs/{defn}", "$defs": doc["$defs"]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def known_dtype(dtype: object) -> bool:
+    """True for the dtypes lerobot accepts: numpy dtype names or image/video/string/language (lerobot-format §4)."""
+    if not isinstance(dtype, str):
+        return False
+    if dtype in NUMERIC_DTYPES or dtype in SPECIAL_DTYPES:
+        return True
+    try:
+        import numpy as np
+
+        np.dtype(dtype)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def names_problem(name: str, feat: dict) -> tuple[str, bool] | None:
+    """Describe how ``names`` disagrees with ``shape``; returns ``(message, repairable)`` or None.
+
+    ``repairable`` is True when the fix needs no invented name (a singly nested list that flattens to
+    the right length).
+    """
+    names, shape = feat.get("names"), feat.get("shape")
+    if names is None or not isinstance(shape, list) or not shape or not all(isinstance(s, int) for s in shape):
+        return None
+    camera = feat.get("dtype") in ("image", "video")
+    expected = len(shape) if camera else shape[0]
+    what = "one name per dimension" if camera else f"shape[0] = {shape[0]} names"
+    if isinstance(names, dict):
+        lists = [v for v in names.values() if isinstance(v, list)]
+        if len(lists) != len(names):
+            return f"names is a dict whose values are not all lists", False
+        if camera or any(len(v) == expected for v in lists) or sum(len(v) for v in lists) == expected:
+            return None
+        return f"names lists have {[len(v) for v in lists]} entries, expected {what}", False
+    if not isinstance(names, list):
+        return f"names must be null, a list or a dict, got {type(names).__name__}", False
+    if len(names) == 1 and isinstance(names[0], list):
+        inner = names[0]
+        ok = all(isinstance(n, str) for n in inner) and len(inner) == expected
+        return (f"names is a nested list [[...]] of {len(inner)} entries; expected a flat list of {what}", ok)
+    if not all(isinstance(n, str) for n in names):
+        return "names must be strings", False
+    if camera:
+        if len(names) != len(shape):
+            return f"names has {len(names)} entries for a rank-{len(shape)} camera shape", False
+        return None
+    if len(shape) > 1 and len(names) == len(shape):
+        return None
+    if len(names) != expected:
+        return f"names has {len(names)} entries, shape {shape} needs {expected}", False
+    return None
+
+
+def run(ctx: CheckContext) -> None:
+    ds = ctx.dataset
+    assert ds is not None
+    info = ds.info
+    layout = ds.layout
+
+    # I004 codebase_version
+    version = info.get("codebase_version")
+    if version is None:
+        ctx.emit("I004", "codebase_version is missing", INFO_PATH)
+    elif not isinstance(version, str) or ds.version is None:
+        ctx.emit("I004", f"codebase_version {version!r} is not a version string like 'v2.1' or 'v3.0'", INFO_PATH)
+    elif layout is None:
+        ctx.emit("I004", f"codebase_version {version!r} is not supported (known: {', '.join(KNOWN_VERSIONS)})", INFO_PATH)
+    elif version not in KNOWN_VERSIONS:
+        ctx.emit("I004", f"codebase_version {version!r} is not one of {', '.join(KNOWN_VERSIONS)}; "
+                 f"checked as {'v3.0' if layout == 'v3' else 'v2.1'}", INFO_PATH, severity="warning")
+
+    # I003 / I006 JSON Schema
+    for err in sorted(_validator(layout or "any").iter_errors(info), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in err.absolute_path)
+        msg = err.message if len(err.message) <= 160 else err.message[:157] + "..."
+        if where.startswith("features"):
+            ctx.emit("I006", f"{where}: {msg}", INFO_PATH)
+        else:
+            ctx.emit("I003", f"{where or '(top level)'}: {msg}", INFO_PATH)
+
+    # I005 fps
+    fps = info.get("fps")
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)):
+        if fps is not None:
+            ctx.emit("I005", f"fps {fps!r} is not a number", INFO_PATH)
+    elif fps <= 0:
+        ctx.emit("I005", f"fps {fps!r} must be > 0 (lerobot raises ValueError)", INFO_PATH)
+    elif isinstance(fps, float):
+        if fps.is_integer():
+            ctx.emit("I005", f"fps is the float {fps!r}; loaders assume an integer", INFO_PATH, severity="warning")
+        else:
+            ctx.emit("I005", f"fps {fps!r} is not an integer frame rate", INFO_PATH)
+
+    feats = info.get("features")
+    if isinstance(feats, dict):
+        _check_features(ctx, feats)
+
+    # I008 templates
+    if layout in ("v2", "v3"):
+        _check_templates(ctx, info, layout, bool(ds.video_keys))
+
+    if layout is None:
+        raise StopChecks("codebase_version is unknown, so the file layout cannot be determined")
+
+
+def _check_features(ctx: CheckContext, feats: dict) -> None:
+    for name, feat in feats.items():
+        if "/" in name:
+            ctx.emit("I011", f"feature name {name!r} contains '/'", INFO_PATH)
+        if not isinstance(feat, dict):
+            continue  # reported by the schema (I006)
+        dtype, shape = feat.get("dtype"), feat.get("shape")
+        if isinstance(dtype, str) and not known_dtype(dtype):
+            ctx.emit("I006", f"feature {name!r}: unknown dtype {dtype!r}", INFO_PATH)
+        if isinstance(shape, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
+            if not 1 <= len(shape) <= 5:
+                ctx.emit("I006", f"feature {name!r}: shape {shape} has rank {len(shape)} (lerobot supports 1-5)", INFO_PATH)
+            elif dtype in ("image", "video") and len(shape) != 3:
+                ctx.emit("I006", f"camera feature {name!r}: shape {shape} is not rank 3 [H, W, C]", INFO_PATH)
+        problem = names_problem(name, feat)
+        if problem:
+            msg, repairable = problem
+            hint = " (repairable)" if repairable else ""
+            ctx.emit("I007", f"feature {name!r}: {msg}{hint}", INFO_PATH)
+        if dtype in ("image", "video"):
+            names = feat.get("names")
+            if names is None:
+                ctx.emit("I009", f"camera feature {name!r} has names: null (dataset_to_policy_features raises TypeError)", INFO_PATH)
+            elif isinstance(names, list) and len(names) == 3 and all(isinstance(n, str) for n in names) \
+                    and names not in CAMERA_NAMES and names != ["channels", "height", "width"]:
+                ctx.emit("I009", f"camera feature {name!r} names {names} are not [height, width, channels]; "
+                         "the shape will be read as CHW", INFO_PATH)
+    for name, dtype in DEFAULT_FEATURES.items():
+        feat = feats.get(name)
+        if not isinstance(feat, dict):
+            ctx.emit("I010", f"default feature {name!r} is not declared", INFO_PATH, group="default features are not declared")
+        elif feat.get("dtype") != dtype or feat.get("shape") != [1]:
+            ctx.emit("I010", f"default feature {name!r} is {feat.get('dtype')} {feat.get('shape')}, lerobot writes {dtype} [1]", INFO_PATH)
+
+
+def _check_templates(ctx: CheckContext, info: dict, layout: str, has_videos: bool) -> None:
+    if "data_path" in info:
+        for p in tpl.template_problems(info["data_path"], layout=layout, video=False):
+            ctx.emit("I008", f"data_path {info['data_path']!r} {p}", INFO_PATH)
+        if layout == "v3" and info["data_path"] != tpl.V3_DATA_PATH and isinstance(info["data_path"], str):
+            ctx.emit("I008", f"data_path {info['data_path']!r} is not the v3.0 default; the v3 loader globs "
+                     "data/*/*.parquet regardless", INFO_PATH, severity="warning")
+    vp = info.get("video_path")
+    if has_videos:
+        if "video_path" in info and vp is None:
+            ctx.emit("I008", "video_path is null but video features are declared", INFO_PATH)
+        elif vp is not None:
+            for p in tpl.template_problems(vp, layout=layout, video=True):
+                ctx.emit("I008", f"video_path {vp!r} {p}", INFO_PATH)
+            if layout == "v3" and vp != tpl.V3_VIDEO_PATH and isinstance(vp, str):
+                ctx.emit("I008", f"video_path {vp!r} is not the v3.0 default; lerobot tools hard-code the default",
+                         INFO_PATH, severity="warning")
+    elif isinstance(vp, str):
+        ctx.emit("I008", "video_path is set but no video feature is declared", INFO_PATH, severity="warning")

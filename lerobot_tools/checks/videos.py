@@ -1,0 +1,158 @@
+"""Family F (video side): referenced mp4 files exist, are real videos, match info.json and cover their episodes.
+
+Every referenced video is sniffed and its MP4 boxes walked (header only, ~0.1 ms); the PyAV header (codec,
+pix_fmt, no decode) is read for the first file of each video key, or for every file with ``--deep``.
+Sources: lerobot-format §10 (encoding, ``info`` keys, locating frames), pitfalls C4, D3, D5-D8.
+"""
+
+from __future__ import annotations
+
+from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.files import format_episodes, placeholder_finding
+from lerobot_tools.errors import DatasetError
+from lerobot_tools.sniff import sniff
+
+
+def run(ctx: CheckContext) -> None:
+    ds = ctx.dataset
+    if not ds.video_keys:
+        return
+    if not ctx.episodes_ok:
+        ctx.skip("F002, F004-F010 (videos)", "the episode metadata could not be read, so the video files are unknown")
+        return
+    try:
+        files = ds.video_files()
+    except DatasetError as exc:
+        ctx.skip("F002, F004-F010 (videos)", str(exc))
+        return
+    from lerobot_tools.video.probe import probe_video, pyav_available
+
+    use_pyav = pyav_available()
+    if not use_pyav:
+        ctx.skip("F008 (decoder header), F009", "PyAV is not installed: only MP4 boxes were read")
+    probe_all = ctx.options.deep or ctx.options.all_videos
+    header_done: set[str] = set()
+    probes = {}
+    missing = []
+    for vf in files:
+        try:
+            path = ds.path(vf.relpath)
+        except DatasetError as exc:
+            ctx.emit("I008", exc.message, vf.relpath)
+            continue
+        s = sniff(path)
+        if s.kind == "missing":
+            missing.append(vf)
+            continue
+        if s.kind == "unreadable":
+            ctx.emit("F008", f"video file cannot be read: {s.detail}", vf.relpath, group="video files cannot be read")
+            continue
+        if placeholder_finding(ctx, s, vf.relpath, "video file"):
+            continue
+        with_header = use_pyav and (probe_all or vf.video_key not in header_done)
+        probe = probe_video(path, pyav=with_header)
+        if with_header:
+            header_done.add(vf.video_key)
+        if probe.status != "ok":
+            ctx.emit("F008", f"video cannot be read: {probe.problem}", vf.relpath, group="video files cannot be read")
+            continue
+        probes[vf.relpath] = (vf, probe, with_header)
+    if missing:
+        if len(missing) == len(files):
+            shown = ", ".join(v.relpath for v in missing[:3])
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            ctx.emit("F002", f"all {len(files)} referenced video file(s) are missing (e.g. {shown}{more})",
+                     missing[0].relpath if len(missing) == 1 else None)
+        else:
+            for vf in missing:
+                ctx.emit("F002", f"video file of {vf.video_key} for episode(s) {format_episodes(vf.episodes)} is missing",
+                         vf.relpath, group=f"video files of {vf.video_key} are missing")
+    if use_pyav and not probe_all and len(probes) > len(header_done):
+        ctx.skip("F009 (codec/pix_fmt of every file)",
+                 f"decoder headers read for the first file of each video key ({len(header_done)} of {len(probes)} "
+                 "readable files); use --deep or --all-videos to read all")
+    _check_declarations(ctx, probes)
+    _check_segments(ctx, probes, {v.relpath for v in missing})
+
+
+def _check_declarations(ctx: CheckContext, probes: dict) -> None:
+    ds = ctx.dataset
+    info_fps = ds.fps
+    for rel, (vf, p, with_header) in probes.items():
+        feat = ds.features.get(vf.video_key, {})
+        vinfo = feat.get("info") or feat.get("video_info") or {}
+        problems = []
+        declared_codec = vinfo.get("video.codec")
+        if p.codec and declared_codec and _norm_codec(declared_codec) != p.codec:
+            problems.append(f"codec is {p.codec} but info.json says {declared_codec}")
+        declared_pix = vinfo.get("video.pix_fmt")
+        if p.pix_fmt and declared_pix and declared_pix != p.pix_fmt:
+            problems.append(f"pix_fmt is {p.pix_fmt} but info.json says {declared_pix}")
+        shape = feat.get("shape")
+        if p.width and p.height and isinstance(shape, list) and len(shape) == 3:
+            hw = (shape[0], shape[1])
+            names = feat.get("names")
+            if isinstance(names, list) and names[:1] == ["channels"]:
+                hw = (shape[1], shape[2])
+            if hw != (p.height, p.width):
+                problems.append(f"frames are {p.width}x{p.height} but the feature shape is {shape}")
+        if p.fps and info_fps and abs(p.fps - info_fps) > 0.01 * info_fps:
+            problems.append(f"frame rate is {p.fps:.3f} but info.json fps is {info_fps:g}")
+        for msg in problems:
+            ctx.emit("F009", f"{vf.video_key}: {msg}", rel, group=f"{vf.video_key}: {msg}")
+
+
+def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
+    """F010: every episode's frames lie inside its video file, on the frame grid."""
+    ds = ctx.dataset
+    fps = ds.fps
+    if not fps:
+        ctx.skip("F010", "fps is not a positive number")
+        return
+    half = 0.5 / fps
+    tol = ctx.options.tolerance_s
+    by_ep = {e.episode_index: e for e in ds.episodes}
+    for rel, (vf, p, _) in probes.items():
+        dur = p.duration_s
+        if dur is None:
+            continue
+        if ds.layout == "v2":
+            e = by_ep.get(vf.episodes[0]) if vf.episodes else None
+            if e and e.length is not None and e.length / fps > dur + half:
+                ctx.emit("F010", f"episode {e.episode_index} has {e.length} frames ({e.length / fps:.3f} s) but its "
+                         f"{vf.video_key} video lasts {dur:.3f} s", rel, group="videos are shorter than their episodes")
+            continue
+        segs = []
+        for ep in vf.episodes:
+            e = by_ep.get(ep)
+            seg = e.videos.get(vf.video_key) if e else None
+            if seg is None or seg.from_timestamp is None or seg.to_timestamp is None:
+                continue
+            segs.append((seg.from_timestamp, seg.to_timestamp, e))
+        segs.sort(key=lambda s: s[0])
+        for i, (a, b, e) in enumerate(segs):
+            problem = None
+            if b > dur + half:
+                problem = f"to_timestamp {b:.4f} s is past the end of the video ({dur:.4f} s)"
+            elif abs(a * fps - round(a * fps)) / fps > tol:
+                problem = (f"from_timestamp {a:.6f} s is {abs(a * fps - round(a * fps)) / fps:.2e} s off the 1/{fps:g} s "
+                           f"frame grid: every frame of the episode misses by more than tolerance_s")
+            elif e.length is not None and abs((b - a) - e.length / fps) > half:
+                problem = f"segment lasts {b - a:.4f} s but the episode has {e.length} frames ({e.length / fps:.4f} s)"
+            elif i == 0 and a > half:
+                problem = f"the first episode in the file starts at {a:.4f} s, not 0"
+            elif i > 0 and abs(a - segs[i - 1][1]) > half:
+                problem = f"from_timestamp {a:.4f} s does not follow the previous episode's to_timestamp {segs[i - 1][1]:.4f} s"
+            if problem:
+                ctx.emit("F010", f"episode {e.episode_index} ({vf.video_key}): {problem}", rel,
+                         group=f"episode video segments of {vf.video_key} do not fit their files")
+    if missing:
+        ctx.skip("F010 (missing videos)", f"{len(missing)} video file(s) missing, their segments not checked")
+
+
+def _norm_codec(name: str) -> str:
+    name = str(name).lower()
+    return {"libsvtav1": "av1", "libaom-av1": "av1", "libdav1d": "av1", "av01": "av1", "avc1": "h264", "avc": "h264",
+            "libx264": "h264", "h265": "hevc", "libx265": "hevc", "hvc1": "hevc", "hev1": "hevc",
+            "mp4v": "mpeg4", "vp09": "vp9"}.get(name, name)
+

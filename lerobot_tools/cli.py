@@ -1,0 +1,70 @@
+"""The ``lrtool`` command line: a click group whose subcommands load lazily.
+
+Each subcommand lives in its own module and is imported only when invoked, so ``lrtool --help`` and
+``lrtool validate`` never import torch, torchcodec or datasets. Commands only parse options and call
+library functions; they print through the reporters and return explicit exit statuses:
+0 = no errors, 1 = errors found (or an action failed), 2 = the tool could not run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from lerobot_tools import __version__
+
+# name -> (module, attribute, one-line help shown by `lrtool --help` without importing the module)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "validate": ("lerobot_tools.commands.validate", "validate", "Check datasets for drift between info.json, parquet, tasks and files."),
+    "checks": ("lerobot_tools.commands.validate", "checks", "List the check catalogue (IDs, severities, docs)."),
+    "reshard": ("lerobot_tools.commands.reshard", "reshard", "Rewrite data parquet into page-indexed, episode-aligned row groups."),
+    "diagnose-decode": ("lerobot_tools.commands.diagnose_decode", "diagnose_decode", "Say whether each video decodes on this GPU's NVDEC or must go to CPU."),
+    "prefetch": ("lerobot_tools.commands.prefetch", "prefetch", "Prewarm local copies of a mixture with bounded, 429-safe downloads."),
+    "repair": ("lerobot_tools.commands.repair", "repair", "Fix mechanically what validate finds: diff first, backup, --undo."),
+    "smoke": ("lerobot_tools.commands.smoke", "smoke", "Run the bundled loaders over real data as an end-to-end smoke test."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when that subcommand runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module_name, attr, _ = COMMANDS[name]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:  # a command not built yet, or a missing optional dependency
+            if exc.name == module_name:
+                return None
+            raise
+        return getattr(module, attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, _, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="lrtool")
+def cli() -> None:
+    """lrtool keeps LeRobot datasets, and mixtures of hundreds of them, healthy before training.
+
+    Offline: targets are dataset folders, repo ids found in the local caches, or mixture files.
+    Exit status: 0 no errors, 1 errors found, 2 the tool could not run.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (``lrtool``)."""
+    cli.main(args=argv, prog_name="lrtool")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])

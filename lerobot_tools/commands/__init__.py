@@ -1,0 +1,1 @@
+"""Click commands, one module per command; each only parses options and calls the library."""

@@ -1,0 +1,93 @@
+"""``lrtool validate`` and ``lrtool checks``: parse options, call the library, report, exit."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from lerobot_tools.commands._common import fail, format_option, jobs_option
+from lerobot_tools.errors import LrtoolError
+
+
+@click.command()
+@click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
+@click.option("--deep", is_flag=True, help="Also stream index/timestamp columns (D001-D005) and read every video header.")
+@format_option
+@click.option("--select", multiple=True, metavar="IDS", help="Only these check IDs or prefixes (e.g. S,T002). Repeatable.")
+@click.option("--ignore", multiple=True, metavar="IDS", help="Never report these check IDs or prefixes. Repeatable.")
+@jobs_option
+@click.option("--tolerance-s", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+              help="Allowed |timestamp - frame_index/fps| in seconds (--deep).")
+@click.option("--row-group-mb", type=click.FloatRange(min=0.001), default=32.0, show_default=True,
+              help="Row-group size limit; groups above twice this are reported (R002).")
+@click.option("--world-size", type=click.IntRange(min=1), default=None, help="Check the shard count divides across N ranks (R004).")
+@click.option("--all-videos", is_flag=True, help="Read the decoder header of every video, not the first per video key.")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Findings recorded in this file are reported as known and do not fail the run.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Record today's findings in this file.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: for mixtures on a terminal).")
+def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb, world_size, all_videos,
+             baseline, write_baseline, progress):
+    """Check datasets for drift between info.json, parquet, tasks and files. Offline and read-only.
+
+    TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches
+    ($HF_LEROBOT_HOME, the hub snapshot caches), or a mixture file (plain text or OpenTau JSON).
+
+    Exit status: 0 no errors, 1 errors found, 2 the tool could not run.
+    """
+    from lerobot_tools.checks.catalogue import expand_selection
+    from lerobot_tools.checks.engine import ValidateOptions
+    from lerobot_tools.report import exit_status, render_json, render_text
+    from lerobot_tools.validate import apply_baseline, record_baseline, validate as run_validate
+
+    try:
+        sel = expand_selection(list(select))
+        ign = expand_selection(list(ignore)) or set()
+    except ValueError as exc:
+        fail(str(exc))
+    options = ValidateOptions(deep=deep, tolerance_s=tolerance_s, select=sel, ignore=ign,
+                              row_group_mb=row_group_mb, world_size=world_size, all_videos=all_videos)
+    try:
+        reports = run_validate(targets, options, jobs=jobs, progress=progress)
+        if write_baseline is not None:
+            n = record_baseline(reports, write_baseline)
+            click.echo(f"recorded {n} finding(s) in {write_baseline}", err=True)
+        if baseline is not None:
+            apply_baseline(reports, baseline)
+    except LrtoolError as exc:
+        fail(str(exc))
+    if fmt == "json":
+        render_json(reports, sys.stdout)
+    else:
+        render_text(reports, sys.stdout, color=sys.stdout.isatty())
+    sys.exit(exit_status(reports))
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.argument("ids", nargs=-1)
+def checks(fmt, ids):
+    """List the check catalogue, or document the given check IDs (e.g. `lrtool checks S002`)."""
+    from lerobot_tools.checks import catalogue
+
+    try:
+        wanted = catalogue.expand_selection(list(ids))
+    except ValueError as exc:
+        fail(str(exc))
+    entries = [c for c in catalogue.CATALOGUE.values() if wanted is None or c.id in wanted]
+    if fmt == "markdown":
+        click.echo(catalogue.markdown(), nl=False)
+    elif fmt == "json":
+        import json
+
+        click.echo(json.dumps([c.__dict__ for c in entries], indent=2))
+    elif ids:
+        for c in entries:
+            click.echo(f"{c.id} {c.name} [{c.severity}{', --deep' if c.deep else ''}]\n  {c.title}\n"
+                       f"  What: {c.what}\n  Why it breaks training: {c.why}\n  Fix: {c.fix}\n")
+    else:
+        for c in entries:
+            click.echo(f"{c.id}  {c.severity:<7}  {c.name:<26} {c.title}{' (--deep)' if c.deep else ''}")

@@ -1,0 +1,27 @@
+"""The dataset model shared by every command: targets -> :class:`Dataset`.
+
+* :mod:`.targets` resolves TARGET arguments (folders, repo ids in the local caches, mixture files).
+* :mod:`.mixture` reads mixture files (plain text and OpenTau JSON with ``$ref``).
+* :mod:`.model` opens a dataset root and reads info.json, episodes, tasks, stats and file lists lazily.
+* :mod:`.templates` validates and expands ``data_path`` / ``video_path``.
+"""
+
+from lerobot_tools.dataset.model import (
+    DEFAULT_FEATURES,
+    Dataset,
+    DataFile,
+    Episode,
+    TaskTable,
+    VideoFile,
+    VideoSegment,
+    open_dataset,
+    parse_codebase_version,
+)
+from lerobot_tools.dataset.mixture import MixtureEntry, parse_episode_spec, read_mixture
+from lerobot_tools.dataset.targets import Target, resolve_repo_id, resolve_target, resolve_targets
+
+__all__ = [
+    "DEFAULT_FEATURES", "Dataset", "DataFile", "Episode", "TaskTable", "VideoFile", "VideoSegment",
+    "open_dataset", "parse_codebase_version", "MixtureEntry", "parse_episode_spec", "read_mixture",
+    "Target", "resolve_repo_id", "resolve_target", "resolve_targets",
+]

@@ -1,0 +1,135 @@
+"""Parquet footers: everything the default checks need, read without touching data pages.
+
+Opening a ``pyarrow.parquet.ParquetFile`` reads only the footer (schema, key-value metadata, row-group
+and column-chunk metadata with min/max statistics), a few KB per file. Validate's default mode never
+reads more than this from a data file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lerobot_tools.errors import DatasetError
+
+#: integer index columns whose per-row-group min/max are collected from the footer statistics
+INDEX_COLUMNS = ("episode_index", "task_index", "index", "frame_index")
+
+
+@dataclass
+class RowGroupInfo:
+    """One row group, from the footer.
+
+    Attributes:
+        num_rows: rows in the group.
+        uncompressed_bytes: ``total_byte_size`` (uncompressed, bytes), what a reader materialises.
+        compressed_bytes: sum of the column chunks' compressed sizes (bytes on disk).
+        page_index: every column chunk has both a column index and an offset index.
+        minmax: ``column -> (min, max)`` for the :data:`INDEX_COLUMNS` that have statistics.
+    """
+
+    num_rows: int
+    uncompressed_bytes: int
+    compressed_bytes: int
+    page_index: bool
+    minmax: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class FooterInfo:
+    """The footer of one parquet file.
+
+    Attributes:
+        num_rows: rows in the file.
+        schema: the Arrow schema (``pyarrow.Schema``, with key-value metadata).
+        metadata: key-value metadata decoded to ``str -> str`` (``huggingface``, ``pandas``, ``ARROW:schema``).
+        row_groups: per row group, see :class:`RowGroupInfo`.
+        compression: codec of the first column chunk (``SNAPPY``, ``ZSTD``, ``UNCOMPRESSED``...).
+        created_by: writer string.
+    """
+
+    num_rows: int
+    schema: Any
+    metadata: dict[str, str]
+    row_groups: list[RowGroupInfo]
+    compression: str | None
+    created_by: str | None
+
+    def column_minmax(self, column: str) -> tuple[Any, Any] | None:
+        """``(min, max)`` of an index column over the whole file, or None when any row group lacks statistics."""
+        lo = hi = None
+        for rg in self.row_groups:
+            mm = rg.minmax.get(column)
+            if mm is None:
+                if rg.num_rows == 0:
+                    continue
+                return None
+            lo = mm[0] if lo is None else min(lo, mm[0])
+            hi = mm[1] if hi is None else max(hi, mm[1])
+        return None if lo is None else (lo, hi)
+
+    def hf_features(self) -> dict | None:
+        """The ``huggingface`` metadata's ``info.features`` dict, or None when absent or not parseable."""
+        raw = self.metadata.get("huggingface")
+        if raw is None:
+            return None
+        try:
+            feats = json.loads(raw).get("info", {}).get("features")
+        except (ValueError, AttributeError):
+            return None
+        return feats if isinstance(feats, dict) else None
+
+
+def read_footer(path: Path, rel: str | None = None) -> FooterInfo:
+    """Read a parquet footer.
+
+    Raises:
+        DatasetError: the file cannot be opened or has no valid footer (message names ``rel``).
+    """
+    import pyarrow.parquet as pq
+
+    rel = rel or str(path)
+    try:
+        pf = pq.ParquetFile(path)
+        md = pf.metadata
+        schema = pf.schema_arrow
+    except FileNotFoundError:
+        raise DatasetError("file is missing", rel) from None
+    except Exception as exc:  # ArrowInvalid, OSError ...
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatasetError(f"not a readable parquet file ({text[:160]})", rel) from None
+    meta = {}
+    for k, v in (schema.metadata or {}).items():
+        try:
+            meta[k.decode("utf-8")] = v.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    # leaf column positions of the top-level integer index columns
+    positions: dict[str, int] = {}
+    pschema = md.schema
+    for i in range(len(pschema)):
+        p = pschema.column(i).path
+        if p in INDEX_COLUMNS:
+            positions[p] = i
+    groups = []
+    compression = None
+    for r in range(md.num_row_groups):
+        rg = md.row_group(r)
+        page_index = rg.num_columns > 0
+        compressed = 0
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            compressed += col.total_compressed_size
+            if not (col.has_column_index and col.has_offset_index):
+                page_index = False
+            if compression is None:
+                compression = col.compression
+        minmax = {}
+        for name, i in positions.items():
+            st = rg.column(i).statistics
+            if st is not None and st.has_min_max:
+                minmax[name] = (st.min, st.max)
+        groups.append(RowGroupInfo(rg.num_rows, rg.total_byte_size, compressed, page_index, minmax))
+    return FooterInfo(md.num_rows, schema, meta, groups, compression, md.created_by)

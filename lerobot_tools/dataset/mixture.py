@@ -1,0 +1,318 @@
+"""Mixture files: many datasets named in one file.
+
+Two forms are read:
+
+* **Plain text** — one entry per line: ``repo_id[@revision]`` or a path, optionally followed by
+  ``episodes=0-9,12``; ``#`` starts a comment; blank lines are ignored. A relative path is taken relative
+  to the mixture file; a token that is not an existing path but has the form ``org/name`` is a repo id.
+* **OpenTau training-config JSON** (lerobot-format §18) — ``dataset_mixture.datasets[*]`` (or a bare
+  mixture object ``{"datasets": [...]}``, or a list of entries) with ``repo_id`` / ``root`` /
+  ``revision`` / ``episodes`` / ``excluded_episodes`` / ``data_features_name_mapping``. ``{"$ref": "path"}``
+  includes another file anywhere a value is expected; sibling keys deep-merge over the included object;
+  paths resolve relative to the including file (after symlink resolution); cycles are errors. Relative
+  ``root`` values are resolved against the file they are written in.
+
+A malformed *entry* becomes a finding (the other entries still load); a file that cannot be read or
+parsed at all raises :class:`~lerobot_tools.errors.UsageError` (exit status 2).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lerobot_tools.errors import UsageError
+
+REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass
+class MixtureEntry:
+    """One dataset named by a mixture file.
+
+    Attributes:
+        spec: the entry as written (a line, or a JSON summary).
+        source: ``"<file>:<line>"`` or ``"<file>:datasets[i]"``, for messages.
+        repo_id: ``org/name`` if given.
+        revision: branch, tag or commit SHA if given (never parsed as a version).
+        root: an explicit local folder (absolute), if given.
+        episodes: requested episode indices (sorted, unique) or None for all.
+        excluded_episodes: episodes to leave out (OpenTau; wins over ``episodes``).
+        feature_mapping: OpenTau ``data_features_name_mapping`` (role -> column), if given.
+        error: a one-line problem when the entry is malformed (then it is reported, not resolved).
+    """
+
+    spec: str
+    source: str
+    repo_id: str | None = None
+    revision: str | None = None
+    root: Path | None = None
+    episodes: list[int] | None = None
+    excluded_episodes: list[int] | None = None
+    feature_mapping: dict[str, str] | None = None
+    error: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_episode_spec(text: str) -> list[int]:
+    """Parse ``"0-9,12"`` into a sorted list of unique episode indices.
+
+    Raises:
+        ValueError: a part is not ``N`` or ``A-B`` with ``A <= B``, or is negative.
+    """
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        if not m:
+            raise ValueError(f"bad episode range {part!r} (expected N or A-B)")
+        a = int(m.group(1))
+        b = int(m.group(2)) if m.group(2) is not None else a
+        if b < a:
+            raise ValueError(f"bad episode range {part!r} (end before start)")
+        if b - a > 10_000_000:
+            raise ValueError(f"episode range {part!r} is implausibly large")
+        out.update(range(a, b + 1))
+    if not out:
+        raise ValueError("empty episode list")
+    return sorted(out)
+
+
+def split_repo_revision(token: str) -> tuple[str, str | None]:
+    """Split ``org/name@revision`` into ``("org/name", "revision")``; no ``@`` gives ``(token, None)``."""
+    if "@" in token:
+        repo, _, rev = token.partition("@")
+        return repo, (rev or None)
+    return token, None
+
+
+def looks_like_mixture_file(path: Path) -> bool:
+    """True for an existing regular file (a dataset is a folder, so any file target is a mixture)."""
+    return path.is_file()
+
+
+def read_mixture(path: str | Path) -> list[MixtureEntry]:
+    """Read a mixture file (plain text or OpenTau JSON, chosen by content).
+
+    Raises:
+        UsageError: the file cannot be read, is JSON that does not parse, has a ``$ref`` cycle or an
+            unreadable include, or has no recognisable list of datasets.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError("mixture file not found", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"mixture file cannot be read ({getattr(exc, 'strerror', None) or exc})", path) from None
+    stripped = text.lstrip()
+    if path.suffix.lower() == ".json" or stripped.startswith(("{", "[")):
+        return _read_json_mixture(path, text)
+    return _read_text_mixture(path, text)
+
+
+# ---------------------------------------------------------------------- plain text
+def _read_text_mixture(path: Path, text: str) -> list[MixtureEntry]:
+    base = path.resolve().parent
+    entries: list[MixtureEntry] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        source = f"{path}:{lineno}"
+        try:
+            tokens = shlex.split(line)
+        except ValueError as exc:
+            entries.append(MixtureEntry(line, source, error=f"cannot be parsed ({exc})"))
+            continue
+        entry = MixtureEntry(line, source)
+        head, options = tokens[0], tokens[1:]
+        for opt in options:
+            key, eq, value = opt.partition("=")
+            if not eq:
+                entry.error = f"unexpected token {opt!r} (expected key=value after the dataset)"
+                break
+            if key == "episodes":
+                try:
+                    entry.episodes = parse_episode_spec(value)
+                except ValueError as exc:
+                    entry.error = str(exc)
+                    break
+            elif key == "revision":
+                entry.revision = value or None
+            else:
+                entry.error = f"unknown option {key!r} (known: episodes, revision)"
+                break
+        if entry.error is None:
+            _assign_target(entry, head, base)
+        entries.append(entry)
+    return entries
+
+
+def _assign_target(entry: MixtureEntry, token: str, base: Path) -> None:
+    """Decide whether ``token`` is a path (exists, or written as one) or a repo id."""
+    repo, rev = split_repo_revision(token)
+    as_path = Path(token).expanduser()
+    if not as_path.is_absolute():
+        as_path = base / as_path
+    written_as_path = token.startswith(("/", "./", "../", "~")) or token in {".", ".."}
+    if written_as_path or as_path.exists():
+        entry.root = as_path
+        return
+    if REPO_ID_RE.match(repo):
+        entry.repo_id = repo
+        if rev is not None:
+            if entry.revision is not None and entry.revision != rev:
+                entry.error = f"two revisions given ({rev!r} and {entry.revision!r})"
+            entry.revision = rev
+        return
+    entry.root = as_path  # reported later as a missing folder
+
+
+# ---------------------------------------------------------------------- OpenTau JSON
+def _load_json_file(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError("$ref target not found", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot be read ({getattr(exc, 'strerror', None) or exc})", path) from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+
+
+def _deep_merge(base: Any, over: dict) -> Any:
+    if not isinstance(base, dict):
+        return over if over else base
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _absolutize_roots(obj: Any, base: Path) -> Any:
+    """Rewrite relative ``"root"`` strings of dataset entries to absolute paths against ``base``."""
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if k == "root" and isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+                out[k] = str(base / v)
+            elif k == "root" and isinstance(v, str):
+                out[k] = str(Path(v).expanduser())
+            else:
+                out[k] = _absolutize_roots(v, base)
+        return out
+    if isinstance(obj, list):
+        return [_absolutize_roots(v, base) for v in obj]
+    return obj
+
+
+def resolve_refs(obj: Any, base: Path, stack: tuple[Path, ...]) -> Any:
+    """Resolve ``{"$ref": ...}`` includes recursively (see module docstring).
+
+    Raises:
+        UsageError: a cycle, a missing or malformed include.
+    """
+    if isinstance(obj, dict):
+        if "$ref" in obj:
+            ref = obj["$ref"]
+            if not isinstance(ref, str):
+                raise UsageError(f"$ref must be a string, got {type(ref).__name__}", stack[-1])
+            target = (base / ref).resolve()
+            if target in stack:
+                chain = " -> ".join(p.name for p in (*stack, target))
+                raise UsageError(f"$ref cycle: {chain}", stack[-1])
+            loaded = _absolutize_roots(_load_json_file(target), target.parent)
+            included = resolve_refs(loaded, target.parent, (*stack, target))
+            siblings = {k: resolve_refs(v, base, stack) for k, v in obj.items() if k != "$ref"}
+            return _deep_merge(included, siblings)
+        return {k: resolve_refs(v, base, stack) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [resolve_refs(v, base, stack) for v in obj]
+    return obj
+
+
+def _read_json_mixture(path: Path, text: str) -> list[MixtureEntry]:
+    real = path.resolve()
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"mixture file is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    doc = resolve_refs(_absolutize_roots(raw, real.parent), real.parent, (real,))
+    datasets = None
+    where = "datasets"
+    if isinstance(doc, list):
+        datasets, where = doc, ""
+    elif isinstance(doc, dict):
+        mix = doc.get("dataset_mixture")
+        if isinstance(mix, dict) and isinstance(mix.get("datasets"), list):
+            datasets, where = mix["datasets"], "dataset_mixture.datasets"
+        elif isinstance(doc.get("datasets"), list):
+            datasets = doc["datasets"]
+    if datasets is None:
+        raise UsageError("no dataset list found (expected dataset_mixture.datasets, datasets, or a JSON list)", path)
+    entries = []
+    for i, item in enumerate(datasets):
+        source = f"{path}:{where}[{i}]" if where else f"{path}:[{i}]"
+        entries.append(_json_entry(item, source))
+    return entries
+
+
+def _json_entry(item: Any, source: str) -> MixtureEntry:
+    if not isinstance(item, dict):
+        return MixtureEntry(json.dumps(item)[:80], source, error=f"entry must be an object, got {type(item).__name__}")
+    spec = item.get("repo_id") or item.get("root") or item.get("vqa") or json.dumps(item)[:80]
+    entry = MixtureEntry(str(spec), source)
+    repo_id, root, rev = item.get("repo_id"), item.get("root"), item.get("revision")
+    if "vqa" in item and not repo_id:
+        entry.error = "VQA entries are not LeRobot datasets; not validated"
+        return entry
+    if repo_id is not None and (not isinstance(repo_id, str) or not REPO_ID_RE.match(repo_id)):
+        entry.error = f"repo_id {repo_id!r} is not of the form org/name"
+        return entry
+    if root is not None and not isinstance(root, str):
+        entry.error = f"root must be a string, got {type(root).__name__}"
+        return entry
+    if rev is not None and not isinstance(rev, str):
+        entry.error = f"revision must be a string, got {type(rev).__name__}"
+        return entry
+    if repo_id is None and root is None:
+        entry.error = "entry has neither repo_id nor root"
+        return entry
+    entry.repo_id = repo_id
+    entry.root = Path(root) if root else None
+    entry.revision = rev
+    for key in ("episodes", "excluded_episodes"):
+        value = item.get(key)
+        if value is None:
+            continue
+        try:
+            if isinstance(value, str):
+                parsed = parse_episode_spec(value)
+            elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+                parsed = sorted(set(value))
+            else:
+                raise ValueError(f"{key} must be a list of non-negative integers")
+        except ValueError as exc:
+            entry.error = str(exc)
+            return entry
+        setattr(entry, key, parsed)
+    mapping = item.get("data_features_name_mapping")
+    if mapping is not None:
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+            entry.error = "data_features_name_mapping must map roles to column names"
+            return entry
+        entry.feature_mapping = dict(mapping)
+    entry.extras = {k: v for k, v in item.items() if k not in {
+        "repo_id", "root", "revision", "episodes", "excluded_episodes", "data_features_name_mapping"}}
+    return entry

@@ -1,0 +1,223 @@
+"""Resolve command-line TARGETs to dataset roots, fully offline.
+
+A TARGET is:
+
+* a **dataset folder** (any existing directory);
+* a **mixture file** (any existing regular file; see :mod:`lerobot_tools.dataset.mixture`), expanded
+  into its entries;
+* a **repo id** ``org/name[@revision]``, looked up without any network request in
+  ``$HF_LEROBOT_HOME/<repo_id>`` (the layout LeRobot loaders and ``lrtool prefetch`` use) and in the
+  snapshot caches ``$HF_HUB_CACHE/datasets--org--name`` and ``$HF_LEROBOT_HOME/hub/datasets--org--name``
+  (lerobot v3 downloads there). In a snapshot cache, a branch or tag (``main``, ``v2.1``, ``v3.0``) is
+  resolved through ``refs/<name>``; a full 40-hex commit SHA names ``snapshots/<sha>`` directly; an
+  abbreviated hex SHA (7+ chars) matches a unique snapshot prefix. A revision is **never** parsed as a
+  codebase version (pitfalls F1: ~10 % of short SHAs parse as PEP 440 versions).
+
+A target that cannot be resolved is returned with ``error`` set (reported as finding ``M001``), never
+raised; only an unreadable mixture file raises :class:`~lerobot_tools.errors.UsageError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lerobot_tools import _env
+from lerobot_tools.dataset.mixture import (
+    REPO_ID_RE,
+    SHA_RE,
+    MixtureEntry,
+    read_mixture,
+    split_repo_revision,
+)
+from lerobot_tools.errors import LrtoolError
+
+HEX_PREFIX_RE = re.compile(r"^[0-9a-f]{7,39}$")
+
+
+@dataclass
+class Target:
+    """A dataset to work on, as resolved from a TARGET argument or a mixture entry.
+
+    Attributes:
+        spec: what the user wrote (argument or mixture entry).
+        root: the resolved dataset folder, or None when unresolved.
+        repo_id, revision: as requested (revision may be None).
+        commit: the snapshot commit SHA when resolved through a hub cache.
+        origin: how it was found: ``"folder"``, ``"lerobot-home"``, ``"hub-cache"``.
+        source: the mixture location (``file:line``) it came from, if any.
+        episodes, excluded_episodes: requested subset (None = all).
+        feature_mapping: OpenTau ``data_features_name_mapping`` to check against features.
+        error: why it could not be resolved (None when resolved).
+        notes: informational remarks about the resolution (e.g. revision not verifiable).
+    """
+
+    spec: str
+    root: Path | None = None
+    repo_id: str | None = None
+    revision: str | None = None
+    commit: str | None = None
+    origin: str | None = None
+    source: str | None = None
+    episodes: list[int] | None = None
+    excluded_episodes: list[int] | None = None
+    feature_mapping: dict[str, str] | None = None
+    error: str | None = None
+    error_check: str = "M001"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """Short name for reports: the spec, prefixed by its mixture location when it has one."""
+        return self.spec
+
+
+def repo_cache_dirname(repo_id: str) -> str:
+    """``org/name`` -> ``datasets--org--name`` (huggingface_hub cache folder naming)."""
+    return "datasets--" + repo_id.replace("/", "--")
+
+
+def resolve_in_hub_cache(cache: Path, repo_id: str, revision: str | None) -> tuple[Path, str] | None:
+    """Find ``snapshots/<sha>`` for ``repo_id@revision`` in one hub cache, offline.
+
+    Returns ``(snapshot_dir, commit_sha)`` or None when the cache holds no matching snapshot.
+    With no revision, ``refs/main`` is used, else the only snapshot, else None.
+
+    Raises:
+        LrtoolError: the revision is ambiguous (an abbreviated SHA matching several snapshots).
+    """
+    repo_dir = cache / repo_cache_dirname(repo_id)
+    snaps = repo_dir / "snapshots"
+    if not snaps.is_dir():
+        return None
+    if revision and SHA_RE.match(revision):
+        d = snaps / revision
+        return (d, revision) if d.is_dir() else None
+    ref_names = [revision] if revision else ["main"]
+    for ref in ref_names:
+        ref_file = repo_dir / "refs" / ref
+        if ref_file.is_file():
+            try:
+                sha = ref_file.read_text(encoding="utf-8").strip()
+            except OSError:
+                continue
+            d = snaps / sha
+            if sha and d.is_dir():
+                return d, sha
+    if revision and HEX_PREFIX_RE.match(revision):
+        matches = sorted(p for p in snaps.iterdir() if p.is_dir() and p.name.startswith(revision))
+        if len(matches) == 1:
+            return matches[0], matches[0].name
+        if len(matches) > 1:
+            raise LrtoolError(f"abbreviated revision {revision!r} matches {len(matches)} snapshots; give the full SHA", repo_dir)
+    if revision is None:
+        all_snaps = sorted(p for p in snaps.iterdir() if p.is_dir())
+        if len(all_snaps) == 1:
+            return all_snaps[0], all_snaps[0].name
+    return None
+
+
+def resolve_repo_id(repo_id: str, revision: str | None = None) -> Target:
+    """Resolve a repo id in the local caches (see module docstring), offline.
+
+    With a revision, a hub-cache snapshot of that revision is preferred; ``$HF_LEROBOT_HOME/<repo_id>``
+    holds a single unversioned copy, so it is used when no snapshot matches, with a note that the
+    revision could not be checked (lerobot itself ignores the revision when a local copy loads,
+    pitfalls F5).
+    """
+    spec = repo_id + (f"@{revision}" if revision else "")
+    target = Target(spec=spec, repo_id=repo_id, revision=revision)
+    home = _env.lerobot_home() / repo_id
+    home_ok = (home / "meta" / "info.json").is_file()
+    if not revision and home_ok:
+        target.root, target.origin = home, "lerobot-home"
+        return target
+    searched = [str(home)]
+    for cache in _env.hub_caches():
+        searched.append(str(cache / repo_cache_dirname(repo_id)))
+        try:
+            found = resolve_in_hub_cache(cache, repo_id, revision)
+        except LrtoolError as exc:
+            target.error = str(exc)
+            return target
+        if found:
+            target.root, target.commit = found
+            target.origin = "hub-cache"
+            return target
+    if home_ok:
+        target.root, target.origin = home, "lerobot-home"
+        target.notes.append(
+            f"revision {revision!r} not found in a hub cache; using the unversioned local copy {home} "
+            "(its revision cannot be verified offline)"
+        )
+        return target
+    target.error = "not found in the local caches (looked in " + ", ".join(searched) + "); run `lrtool prefetch` first"
+    return target
+
+
+def _from_entry(entry: MixtureEntry) -> Target:
+    base = Target(spec=entry.spec, source=entry.source, repo_id=entry.repo_id, revision=entry.revision,
+                  episodes=entry.episodes, excluded_episodes=entry.excluded_episodes,
+                  feature_mapping=entry.feature_mapping)
+    if entry.error:
+        base.error, base.error_check = entry.error, "M002"
+        return base
+    if entry.root is not None:
+        return _folder_target(base, entry.root)
+    assert entry.repo_id is not None
+    found = resolve_repo_id(entry.repo_id, entry.revision)
+    found.spec, found.source = base.spec, base.source
+    found.episodes, found.excluded_episodes = base.episodes, base.excluded_episodes
+    found.feature_mapping = base.feature_mapping
+    return found
+
+
+def _folder_target(target: Target, path: Path) -> Target:
+    try:
+        is_dir = path.is_dir()
+        exists = is_dir or path.exists()
+    except OSError as exc:  # e.g. a symlink loop on some platforms
+        target.error = f"folder cannot be read ({exc.strerror or exc})"
+        return target
+    if not exists:
+        if path.is_symlink():
+            target.error = f"{path} is a dangling or looping symlink"
+        else:
+            target.error = f"folder {path} does not exist"
+        return target
+    if not is_dir:
+        target.error = f"{path} is not a folder"
+        return target
+    target.root, target.origin = path, "folder"
+    return target
+
+
+def resolve_target(arg: str) -> list[Target]:
+    """Resolve one TARGET argument to one or more targets (a mixture file gives one per entry).
+
+    Raises:
+        UsageError: the argument is a mixture file that cannot be read or parsed.
+    """
+    path = Path(arg).expanduser()
+    if path.is_dir():
+        return [_folder_target(Target(spec=arg), path)]
+    if path.is_file():
+        return [_from_entry(e) for e in read_mixture(path)]
+    repo, rev = split_repo_revision(arg)
+    if REPO_ID_RE.match(repo) and not arg.startswith((".", "/", "~")):
+        return [resolve_repo_id(repo, rev)]
+    t = Target(spec=arg)
+    if path.is_symlink():
+        t.error = "is a dangling or looping symlink"
+    else:
+        t.error = "no such folder or mixture file, and not a repo id of the form org/name[@revision]"
+    return [t]
+
+
+def resolve_targets(args: list[str]) -> list[Target]:
+    """Resolve every TARGET argument, in order (see :func:`resolve_target`)."""
+    out: list[Target] = []
+    for arg in args:
+        out.extend(resolve_target(arg))
+    return out

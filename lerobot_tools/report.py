@@ -1,0 +1,244 @@
+"""Findings, per-dataset reports, and the text and JSON reporters.
+
+Reporters take the result of validation and report it back to the user: text grouped by dataset for
+people, one JSON document for machines. Findings that repeat per file or per episode are grouped into one
+finding naming the count and the first paths, so a mixture of 400 datasets never prints thousands of
+lines. Every report ends with what was *not* checked and why, so silence never reads as a pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from lerobot_tools.checks.catalogue import ERROR, INFO, WARNING
+from lerobot_tools.errors import UsageError
+
+MAX_EXAMPLE_PATHS = 3
+
+
+@dataclass
+class Finding:
+    """One problem found by a check.
+
+    Attributes:
+        check: catalogue ID (``S002``).
+        severity: ``"error"`` | ``"warning"`` | ``"info"``.
+        path: the file concerned, relative to the dataset root (None for dataset-level findings).
+        message: one line saying what is wrong.
+        count: how many occurrences this finding stands for (grouped findings > 1).
+        paths: up to three example paths of a grouped finding.
+        known: True when the finding is in the ``--baseline`` file (then it does not fail the run).
+        group: grouping key (findings of one check with the same key merge); not serialised.
+    """
+
+    check: str
+    severity: str
+    path: str | None
+    message: str
+    count: int = 1
+    paths: list[str] = field(default_factory=list)
+    known: bool = False
+    group: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"check": self.check, "severity": self.severity, "path": self.path, "message": self.message}
+        if self.count > 1:
+            d["count"] = self.count
+            d["paths"] = self.paths
+        if self.known:
+            d["known"] = True
+        return d
+
+
+@dataclass
+class NotChecked:
+    """A check (or family) that did not run on a dataset, and why (honest coverage)."""
+
+    checks: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"checks": self.checks, "reason": self.reason}
+
+
+@dataclass
+class DatasetReport:
+    """Everything validate found about one target."""
+
+    target: str
+    root: str | None
+    codebase_version: str | None
+    findings: list[Finding] = field(default_factory=list)
+    not_checked: list[NotChecked] = field(default_factory=list)
+    source: str | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def counts(self, *, include_known: bool = False) -> dict[str, int]:
+        out = {ERROR: 0, WARNING: 0, INFO: 0}
+        for f in self.findings:
+            if f.known and not include_known:
+                continue
+            out[f.severity] = out.get(f.severity, 0) + 1
+        return out
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity == ERROR and not f.known for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "target": self.target,
+            "root": self.root,
+            "codebase_version": self.codebase_version,
+            "findings": [f.to_dict() for f in self.findings],
+            "not_checked": [n.to_dict() for n in self.not_checked],
+        }
+        if self.source:
+            d["source"] = self.source
+        if self.notes:
+            d["notes"] = self.notes
+        return d
+
+
+def group_findings(findings: list[Finding]) -> list[Finding]:
+    """Merge findings of the same check and ``group`` key into one with a count and example paths.
+
+    Order is preserved (a group sits where its first member was). Ungrouped findings pass unchanged.
+    """
+    out: list[Finding] = []
+    index: dict[tuple[str, str, str], Finding] = {}
+    for f in findings:
+        if f.group is None:
+            out.append(f)
+            continue
+        key = (f.check, f.severity, f.group)
+        head = index.get(key)
+        if head is None:
+            head = Finding(f.check, f.severity, f.path, f.message, count=1,
+                           paths=[f.path] if f.path else [], known=f.known, group=f.group)
+            index[key] = head
+            out.append(head)
+            continue
+        head.count += 1
+        head.known = head.known and f.known
+        if f.path and len(head.paths) < MAX_EXAMPLE_PATHS:
+            head.paths.append(f.path)
+    for f in out:
+        if f.group is not None and f.count > 1:
+            shown = ", ".join(f.paths)
+            more = f" and {f.count - len(f.paths)} more" if f.count > len(f.paths) else ""
+            f.message = f"{f.group} ({f.count} occurrences; e.g. {shown}{more})" if shown else f"{f.group} ({f.count} occurrences)"
+    return out
+
+
+# ---------------------------------------------------------------------- baseline
+def fingerprint(target: str, f: Finding) -> str:
+    """A stable fingerprint of an (ungrouped) finding: target, check, path and message."""
+    raw = json.dumps([target, f.check, f.path, f.message], ensure_ascii=False)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+def write_baseline(path: Path, entries: list[tuple[str, Finding]]) -> None:
+    """Record today's findings (``--write-baseline``) as a JSON file, atomically."""
+    from lerobot_tools._io import atomic_write_text
+
+    doc = {
+        "lrtool_baseline": 1,
+        "findings": sorted(
+            ({"fingerprint": fingerprint(t, f), "target": t, "check": f.check, "path": f.path, "message": f.message}
+             for t, f in entries),
+            key=lambda d: (d["target"], d["check"], d["path"] or "", d["message"]),
+        ),
+    }
+    atomic_write_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_baseline(path: Path) -> set[str]:
+    """Fingerprints recorded in a baseline file.
+
+    Raises:
+        UsageError: the file is missing or not a baseline written by ``--write-baseline``.
+    """
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError("baseline file not found", path) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"baseline file cannot be read ({exc})", path) from None
+    if not isinstance(doc, dict) or doc.get("lrtool_baseline") != 1 or not isinstance(doc.get("findings"), list):
+        raise UsageError("not an lrtool baseline file (written by --write-baseline)", path)
+    return {e["fingerprint"] for e in doc["findings"] if isinstance(e, dict) and "fingerprint" in e}
+
+
+# ---------------------------------------------------------------------- reporters
+def summarize(reports: list[DatasetReport]) -> dict[str, Any]:
+    """Totals over all datasets, as printed on the summary line and in the JSON ``summary``."""
+    tot = {ERROR: 0, WARNING: 0, INFO: 0}
+    known = 0
+    for r in reports:
+        for k, v in r.counts().items():
+            tot[k] = tot.get(k, 0) + v
+        known += sum(1 for f in r.findings if f.known)
+    return {
+        "datasets": len(reports),
+        "datasets_with_errors": sum(1 for r in reports if r.has_errors),
+        "errors": tot[ERROR],
+        "warnings": tot[WARNING],
+        "infos": tot[INFO],
+        "known": known,
+        "seconds": round(sum(r.seconds for r in reports), 3),
+    }
+
+
+def exit_status(reports: list[DatasetReport]) -> int:
+    """0 when no dataset has an error outside the baseline, else 1."""
+    return 1 if any(r.has_errors for r in reports) else 0
+
+
+_SEV_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = False) -> None:
+    """Text report grouped by dataset: severity, check ID, path and message; then a summary line."""
+    def paint(text: str, sev: str) -> str:
+        if not color:
+            return text
+        code = {ERROR: "31", WARNING: "33", INFO: "36"}.get(sev, "0")
+        return f"\x1b[{code}m{text}\x1b[0m"
+
+    for r in reports:
+        version = f" ({r.codebase_version})" if r.codebase_version else ""
+        where = f"  [{r.source}]" if r.source else ""
+        out.write(f"{r.target}{version}{where}\n")
+        if r.root and r.root != r.target:
+            out.write(f"  root: {r.root}\n")
+        for note in r.notes:
+            out.write(f"  note: {note}\n")
+        if not r.findings:
+            out.write("  no findings\n")
+        for f in sorted(r.findings, key=lambda f: (_SEV_ORDER.get(f.severity, 3), f.check)):
+            sev = paint(f"{f.severity:<7}", f.severity)
+            path = f"  {f.path}" if f.path and f.count == 1 else ""
+            known = " (known)" if f.known else ""
+            out.write(f"  {sev} {f.check}{path}: {f.message}{known}\n")
+        for n in r.not_checked:
+            out.write(f"  not checked: {n.checks}: {n.reason}\n")
+        out.write("\n")
+    s = summarize(reports)
+    known = f", {s['known']} known from baseline" if s["known"] else ""
+    out.write(
+        f"Summary: {s['datasets']} dataset(s), {s['datasets_with_errors']} with errors; "
+        f"{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info{known}\n"
+    )
+
+
+def render_json(reports: list[DatasetReport], out: IO[str]) -> None:
+    """One JSON document on ``out`` (schema in README: ``datasets`` and ``summary``)."""
+    doc = {"datasets": [r.to_dict() for r in reports], "summary": summarize(reports)}
+    json.dump(doc, out, indent=2, ensure_ascii=False)
+    out.write("\n")

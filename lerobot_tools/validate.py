@@ -1,0 +1,112 @@
+"""Validate many targets: resolution, parallel jobs, progress, baselines.
+
+Library entry points behind ``lrtool validate``:
+
+>>> from lerobot_tools.validate import validate
+>>> reports = validate(["fixtures/mixture.txt"])            # doctest: +SKIP
+>>> [f.check for r in reports for f in r.findings]          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Iterable
+
+from lerobot_tools.checks.engine import ValidateOptions, validate_target
+from lerobot_tools.dataset.targets import Target, resolve_targets
+from lerobot_tools.report import DatasetReport, Finding, fingerprint, read_baseline, write_baseline
+
+
+def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:
+    target, options = args
+    try:
+        return validate_target(target, options)
+    except Exception as exc:  # a bug must not take down the other 399 datasets of a mixture
+        rep = DatasetReport(target=target.spec, root=str(target.root) if target.root else None,
+                            codebase_version=None, source=target.source)
+        rep.findings.append(Finding("M001", "error", None,
+                                    f"lrtool failed on this dataset ({type(exc).__name__}: {exc}); please report it"))
+        rep.not_checked.append(_nc("all checks", "internal error"))
+        return rep
+
+
+def _nc(checks: str, reason: str):
+    from lerobot_tools.report import NotChecked
+
+    return NotChecked(checks, reason)
+
+
+def validate_resolved(targets: list[Target], options: ValidateOptions | None = None, *, jobs: int = 1,
+                      progress: bool | None = None) -> list[DatasetReport]:
+    """Validate resolved targets, in order, optionally in ``jobs`` worker processes.
+
+    Args:
+        targets: from :func:`lerobot_tools.dataset.resolve_targets`.
+        options: check options.
+        jobs: worker processes (1 = in this process; 0 = one per CPU).
+        progress: show a tqdm bar on stderr (None = only for several targets on a terminal).
+    """
+    from tqdm import tqdm
+
+    options = options or ValidateOptions()
+    if jobs == 0:
+        jobs = os.cpu_count() or 1
+    show = progress if progress is not None else (len(targets) > 1 and sys.stderr.isatty())
+    work = [(t, options) for t in targets]
+    bar = tqdm(total=len(work), desc="validate", unit="dataset", file=sys.stderr, disable=not show, leave=False)
+    out: list[DatasetReport] = []
+    try:
+        if jobs > 1 and len(work) > 1:
+            import multiprocessing as mp
+
+            ctx = mp.get_context("fork") if hasattr(os, "fork") else None
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+                for rep in pool.map(_validate_one, work, chunksize=max(1, len(work) // (jobs * 8))):
+                    out.append(rep)
+                    bar.update(1)
+        else:
+            for item in work:
+                out.append(_validate_one(item))
+                bar.update(1)
+    finally:
+        bar.close()
+    return out
+
+
+def validate(target_args: Iterable[str], options: ValidateOptions | None = None, *, jobs: int = 1,
+             progress: bool | None = None) -> list[DatasetReport]:
+    """Resolve TARGET arguments (folders, repo ids, mixture files) and validate each dataset.
+
+    Raises:
+        UsageError: a mixture file cannot be read or parsed.
+    """
+    return validate_resolved(resolve_targets(list(target_args)), options, jobs=jobs, progress=progress)
+
+
+def apply_baseline(reports: list[DatasetReport], baseline: Path) -> None:
+    """Mark findings recorded in ``baseline`` as known (they no longer fail the run).
+
+    A grouped finding is known only when every occurrence it stands for is; grouped findings are
+    fingerprinted by their group key, so a group that grows does not stay hidden.
+    """
+    known = read_baseline(baseline)
+    for r in reports:
+        for f in r.findings:
+            f.known = fingerprint(r.target, _stable(f)) in known
+
+
+def record_baseline(reports: list[DatasetReport], baseline: Path) -> int:
+    """Write every finding of ``reports`` to ``baseline``; returns how many were recorded."""
+    entries = [(r.target, _stable(f)) for r in reports for f in r.findings]
+    write_baseline(baseline, entries)
+    return len(entries)
+
+
+def _stable(f: Finding) -> Finding:
+    """The finding as fingerprinted: a grouped finding by its group key and count."""
+    if f.group is not None and f.count > 1:
+        return Finding(f.check, f.severity, None, f"{f.group} x{f.count}")
+    return f
