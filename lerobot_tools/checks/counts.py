@@ -68,7 +68,6 @@ def run_metadata(ctx: CheckContext) -> None:
     # C006 v3 index ranges
     if ds.layout == "v3":
         expected_from = 0
-        reported = 0
         for e in episodes:
             if e.from_index is None or e.to_index is None:
                 continue
@@ -78,14 +77,8 @@ def run_metadata(ctx: CheckContext) -> None:
             elif e.from_index != expected_from:
                 problem = f"dataset_from_index = {e.from_index}, expected {expected_from} (ranges must be back to back from 0)"
             if problem:
-                reported += 1
                 ctx.emit("C006", f"episode {e.episode_index}: {problem}", e.source, group="index ranges are not contiguous")
             expected_from = e.to_index
-        total_frames = ds.total("total_frames")
-        if episodes and total_frames is not None and episodes[-1].to_index is not None \
-                and episodes[-1].to_index != total_frames and not reported:
-            ctx.emit("C006", f"the last episode ends at dataset_to_index {episodes[-1].to_index} but total_frames is {total_frames}",
-                     episodes[-1].source)
 
     # C008 splits
     splits = ds.info.get("splits")

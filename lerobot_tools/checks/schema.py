@@ -189,18 +189,24 @@ def run(ctx: CheckContext) -> None:
             if name not in present:
                 msg = f"declared feature {name!r} has no column in the data (datasets fills it with None)"
                 ctx.emit("S001", msg, rel, group=msg)
+        drifted = set()
         for name in names:
             if name not in feats:
                 msg = f"column {name!r} ({schema.field(name).type}) is not declared in info.json features"
                 ctx.emit("S002", msg, rel, group=msg)
+                drifted.add(name)
                 continue
             for check, sev, msg in compare_feature(name, feats[name], schema.field(name).type):
                 ctx.emit(check, msg, rel, severity=sev, group=msg)
-        _check_hf_metadata(ctx, rel, footer, feats, video_names)
+                drifted.add(name)
+        _check_hf_metadata(ctx, rel, footer, feats, video_names, drifted)
     _check_cross_file(ctx)
 
 
-def _check_hf_metadata(ctx: CheckContext, rel: str, footer, feats: dict, video_names: set[str]) -> None:
+def _check_hf_metadata(ctx: CheckContext, rel: str, footer, feats: dict, video_names: set[str],
+                       drifted: set[str]) -> None:
+    """S006. Columns already reported by S002-S005 (``drifted``) are skipped: the metadata describing the
+    file as it is adds nothing to that finding."""
     if not ctx.enabled("S006"):
         return
     if "huggingface" not in footer.metadata:
@@ -217,7 +223,7 @@ def _check_hf_metadata(ctx: CheckContext, rel: str, footer, feats: dict, video_n
         ctx.emit("S006", msg, rel, group=msg)
         return
     for name, feat in feats.items():
-        if name in video_names or name not in footer.schema.names:
+        if name in video_names or name not in footer.schema.names or name in drifted:
             continue
         if name not in hf:
             msg = f"`huggingface` metadata does not describe column {name!r}"
@@ -234,8 +240,8 @@ def _check_hf_metadata(ctx: CheckContext, rel: str, footer, feats: dict, video_n
                    f"{dtype} {shape}")
             ctx.emit("S006", msg, rel, group=msg)
     for name in hf:
-        if name not in feats:
-            msg = f"`huggingface` metadata describes {name!r}, which info.json does not declare"
+        if name not in feats and name not in footer.schema.names:
+            msg = f"`huggingface` metadata describes {name!r}, which is neither declared nor a column"
             ctx.emit("S006", msg, rel, group=msg)
 
 

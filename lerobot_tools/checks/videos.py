@@ -71,6 +71,11 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("F009 (codec/pix_fmt of every file)",
                  f"decoder headers read for the first file of each video key ({len(header_done)} of {len(probes)} "
                  "readable files); use --deep or --all-videos to read all")
+    referenced = {vf.relpath for vf in files}
+    for rel in ds.files_under("videos", ".mp4"):
+        if rel not in referenced:
+            ctx.emit("F003", "video file is not referenced by the episode metadata and video_path", rel,
+                     severity="warning", group="unreferenced video files under videos/")
     _check_declarations(ctx, probes)
     _check_segments(ctx, probes, {v.relpath for v in missing})
 

@@ -1,0 +1,73 @@
+"""Every committed fixture raises exactly the checks its manifest expects; the clean ones raise nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from lerobot_tools.checks.engine import ValidateOptions
+from lerobot_tools.validate import validate
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]
+
+
+def _ids(report, severities=("error", "warning")):
+    return {f.check for f in report.findings if f.severity in severities}
+
+
+@pytest.mark.parametrize("fx", MANIFEST, ids=[f["name"] for f in MANIFEST])
+def test_fixture_raises_its_checks(fx):
+    root = FIXTURES / "datasets" / fx["name"]
+    (report,) = validate([str(root)], ValidateOptions(deep=fx["deep_only"]))
+    got = _ids(report)
+    assert got == set(fx["expect"]), [f"{f.check} {f.message}" for f in report.findings]
+    if not fx["deep_only"]:
+        # the deep-only defects are invisible without --deep, and the others do not need it
+        (shallow,) = validate([str(root)])
+        assert _ids(shallow) == set(fx["expect"])
+
+
+@pytest.mark.parametrize("name", ["clean_v21", "clean_v30"])
+def test_clean_fixtures_have_no_findings_beyond_the_native_page_index_note(name):
+    # written like lerobot's native writer: one row group per episode, no page index (lerobot-format §11),
+    # so the only finding is the R003 info that lrtool reshard addresses
+    (report,) = validate([str(FIXTURES / "datasets" / name)], ValidateOptions(deep=True, all_videos=True, world_size=1))
+    assert [(f.check, f.severity) for f in report.findings] == [("R003", "info")], \
+        [f"{f.check} {f.message}" for f in report.findings]
+    assert report.codebase_version in ("v2.1", "v3.0")
+
+
+def test_deep_only_defect_is_reported_as_not_checked_without_deep():
+    (report,) = validate([str(FIXTURES / "datasets" / "broken_timestamps")])
+    assert "D003" not in _ids(report)
+    assert any("--deep" in n.reason for n in report.not_checked)
+
+
+def _tree_hash(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_validate_is_read_only():
+    before = _tree_hash(FIXTURES / "datasets")
+    validate([str(FIXTURES / "mixture.txt"), str(FIXTURES / "datasets")] +
+             [str(FIXTURES / "datasets" / f["name"]) for f in MANIFEST], ValidateOptions(deep=True, all_videos=True))
+    assert _tree_hash(FIXTURES / "datasets") == before
+
+
+def test_text_mixture_demo():
+    reports = validate([str(FIXTURES / "mixture.txt")])
+    assert [Path(r.root).name for r in reports] == [
+        "clean_v21", "clean_v30", "broken_undeclared_column", "broken_missing_task_label"]
+    assert [sorted(_ids(r)) for r in reports] == [[], [], ["S002"], ["T002"]]
+    assert reports[0].source.endswith("mixture.txt:4")
+
+
+def test_opentau_json_mixture_with_ref():
+    reports = validate([str(FIXTURES / "mixture.json")])
+    assert [Path(r.root).name for r in reports] == ["clean_v21", "clean_v30"]
+    assert all(_ids(r) == set() for r in reports)
