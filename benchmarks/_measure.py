@@ -1,0 +1,36 @@
+"""Run a command as a child process and measure wall time and peak RSS.
+
+Peak RSS comes from ``os.wait4`` rusage (``ru_maxrss``: the largest of the child and the descendants it
+waited for, e.g. DataLoader or pool workers). Linux carries the *parent's* RSS high-water mark into a child
+across fork+exec, so the command is started from a fresh, small launcher process; otherwise a benchmark
+that has just generated a 1 GB dataset would see its own peak in every measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+_LAUNCHER = r"""
+import json, os, subprocess, sys, time
+quiet = sys.argv[1] == "1"
+out = subprocess.DEVNULL if quiet else None
+t0 = time.perf_counter()
+p = subprocess.Popen(sys.argv[2:], stdout=out, stderr=out)
+_, status, usage = os.wait4(p.pid, 0)
+print(json.dumps([time.perf_counter() - t0, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)]))
+"""
+
+
+def measure(cmd: list[str], *, env: dict | None = None, quiet: bool = True) -> tuple[float, float, int]:
+    """Return ``(wall_seconds, peak_rss_mb, exit_status)`` of ``cmd`` (Linux: ru_maxrss in KiB)."""
+    res = subprocess.run([sys.executable, "-c", _LAUNCHER, "1" if quiet else "0", *cmd], env=env,
+                         stdout=subprocess.PIPE, text=True, check=True)
+    wall, rss, code = json.loads(res.stdout.strip().splitlines()[-1])
+    return wall, rss, code
+
+
+def lrtool(*args: str) -> list[str]:
+    """The command line running lrtool with this interpreter."""
+    return [sys.executable, "-m", "lerobot_tools", *args]
