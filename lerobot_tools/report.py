@@ -211,6 +211,8 @@ def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = Fal
         code = {ERROR: "31", WARNING: "33", INFO: "36"}.get(sev, "0")
         return f"\x1b[{code}m{text}\x1b[0m"
 
+    # coverage gaps shared by every dataset are printed once, after the datasets
+    common = set.intersection(*({(n.checks, n.reason) for n in r.not_checked} for r in reports)) if reports else set()
     for r in reports:
         version = f" ({r.codebase_version})" if r.codebase_version else ""
         where = f"  [{r.source}]" if r.source else ""
@@ -227,7 +229,13 @@ def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = Fal
             known = " (known)" if f.known else ""
             out.write(f"  {sev} {f.check}{path}: {f.message}{known}\n")
         for n in r.not_checked:
-            out.write(f"  not checked: {n.checks}: {n.reason}\n")
+            if (n.checks, n.reason) not in common:
+                out.write(f"  not checked: {n.checks}: {n.reason}\n")
+        out.write("\n")
+    if common:
+        out.write("Not checked (all datasets):\n" if len(reports) > 1 else "Not checked:\n")
+        for checks, reason in sorted(common):
+            out.write(f"  {checks}: {reason}\n")
         out.write("\n")
     s = summarize(reports)
     known = f", {s['known']} known from baseline" if s["known"] else ""
