@@ -10,6 +10,7 @@ from __future__ import annotations
 from lerobot_tools.checks.engine import CheckContext
 from lerobot_tools.checks.files import format_episodes, placeholder_finding
 from lerobot_tools.errors import DatasetError
+from lerobot_tools.video.nvdec import canonical_codec
 from lerobot_tools.sniff import sniff
 
 
@@ -87,7 +88,7 @@ def _check_declarations(ctx: CheckContext, probes: dict) -> None:
         vinfo = feat.get("info") or feat.get("video_info") or {}
         problems = []
         declared_codec = vinfo.get("video.codec")
-        if p.codec and declared_codec and _norm_codec(declared_codec) != p.codec:
+        if p.codec and declared_codec and canonical_codec(declared_codec) != p.codec:
             problems.append(f"codec is {p.codec} but info.json says {declared_codec}")
         declared_pix = vinfo.get("video.pix_fmt")
         if p.pix_fmt and declared_pix and declared_pix != p.pix_fmt:
@@ -152,11 +153,4 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
                          group=f"episode video segments of {vf.video_key} do not fit their files")
     if missing:
         ctx.skip("F010 (missing videos)", f"{len(missing)} video file(s) missing, their segments not checked")
-
-
-def _norm_codec(name: str) -> str:
-    name = str(name).lower()
-    return {"libsvtav1": "av1", "libaom-av1": "av1", "libdav1d": "av1", "av01": "av1", "avc1": "h264", "avc": "h264",
-            "libx264": "h264", "h265": "hevc", "libx265": "hevc", "hvc1": "hevc", "hev1": "hevc",
-            "mp4v": "mpeg4", "vp09": "vp9"}.get(name, name)
 
