@@ -29,6 +29,6 @@ PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 
 if [ ! -x .venv-olah/bin/olah-cli ]; then
   "$PY" -m venv .venv-olah
-  .venv-olah/bin/python -m pip install -q --disable-pip-version-check olah
+  .venv-olah/bin/python -m pip install -q --disable-pip-version-check olah==0.5.4
 fi
 echo "lrtool installed: $(.venv/bin/lrtool --version)"

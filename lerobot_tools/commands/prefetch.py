@@ -1,0 +1,67 @@
+"""``lrtool prefetch``: parse options, call :func:`lerobot_tools.prefetch.prefetch`, report, exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from lerobot_tools.commands._common import fail, format_option
+
+
+@click.command()
+@click.argument("mixture", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--local-dir-root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Put each repo in DIR/<repo_id> (default: $HF_LEROBOT_HOME/<repo_id>, where LeRobot loaders look).")
+@click.option("--max-workers", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Download threads.")
+@click.option("--dry-run", is_flag=True, help="Resolve and list only: report what is missing, write and download nothing.")
+@click.option("--offline", is_flag=True,
+              help="Make no request (also when HF_HUB_OFFLINE=1): report whether each local copy is complete "
+                   "against its cached tree listing.")
+@click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Lock file with the resolved commit of every entry (default: beside the mixture, "
+                   "mixture.txt -> mixture.lock).")
+@click.option("--no-lock", is_flag=True, help="Neither read nor write a lock file.")
+@click.option("--update-lock", is_flag=True, help="Resolve branches and tags again even if the lock has their commit.")
+@click.option("--max-requests", type=click.IntRange(min=1), default=3000, show_default=True,
+              help="Request budget shared by all threads: at most N requests per --window-s.")
+@click.option("--window-s", type=click.FloatRange(min=0.001), default=300.0, show_default=True,
+              help="Length of the request-budget window in seconds.")
+@format_option
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bars for files and bytes on stderr (default: when stderr is a terminal).")
+def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, no_lock, update_lock,
+             max_requests, window_s, fmt, progress):
+    """Download every dataset MIXTURE names into the local layout, skipping what is already on disk.
+
+    MIXTURE is a mixture file (lines `org/name[@revision] [episodes=0-9,12]`, or OpenTau JSON).
+    Revisions may be a branch, a tag (v2.1, v3.0) or a 40-hex commit SHA. Episode subsets fetch only
+    meta/ and the data/video files that hold those episodes. The endpoint is HF_ENDPOINT (default
+    https://huggingface.co); the token is HF_TOKEN or the stored one, sent but never printed.
+
+    Exit status: 0 every entry complete, 1 some entry incomplete, 2 the tool could not run.
+    """
+    from lerobot_tools.errors import LrtoolError
+    from lerobot_tools.prefetch.run import PrefetchOptions, prefetch as run_prefetch, render_text
+
+    if not mixture.is_file():
+        fail(f"{mixture}: mixture file not found")
+    options = PrefetchOptions(local_dir_root=local_dir_root, max_workers=max_workers, dry_run=dry_run,
+                              offline=True if offline else None, lock_path=lock_path, use_lock=not no_lock,
+                              update_lock=update_lock, max_requests=max_requests, window_s=window_s,
+                              progress=progress)
+    try:
+        report = run_prefetch(mixture, options)
+    except LrtoolError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted (files already renamed into place are complete; partial downloads were discarded)", 1)
+    if fmt == "json":
+        json.dump(report.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render_text(report, sys.stdout)
+    sys.exit(report.exit_status)

@@ -1,0 +1,28 @@
+"""``lrtool prefetch``: prewarm the local copies of a whole mixture with few, budgeted, 429-safe requests.
+
+Public API (see each module):
+
+* :func:`prefetch` (``run``) -> :class:`PrefetchReport`, options in :class:`PrefetchOptions`;
+  :func:`render_text` prints the per-repo table.
+* :class:`RequestBudget`, :class:`Clock` (``budget``): the request budget shared by all threads.
+* :class:`HubClient`, :class:`RetryPolicy`, :class:`HubError` (``hub``): revision resolve, paginated
+  tree listing, resumable verified downloads.
+* :class:`LockFile`, :func:`default_lock_path` (``lock``): ``mixture.lock``.
+* :func:`plan_jobs`, :func:`episode_files` (``plan``): which repos and files a mixture needs.
+* :func:`check_present`, :class:`TreeFile` (``local``): what is already on disk, without requests.
+
+Importing this package does not import huggingface_hub or httpx; they load on the first request.
+"""
+
+from lerobot_tools.prefetch.budget import Clock, RequestBudget
+from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy
+from lerobot_tools.prefetch.local import TreeFile, check_present
+from lerobot_tools.prefetch.lock import LockFile, default_lock_path
+from lerobot_tools.prefetch.plan import RepoJob, episode_files, plan_jobs
+from lerobot_tools.prefetch.run import PrefetchOptions, PrefetchReport, RepoResult, prefetch, render_text
+
+__all__ = [
+    "Clock", "RequestBudget", "HubClient", "HubError", "RetryPolicy", "TreeFile", "check_present",
+    "LockFile", "default_lock_path", "RepoJob", "episode_files", "plan_jobs", "PrefetchOptions",
+    "PrefetchReport", "RepoResult", "prefetch", "render_text",
+]

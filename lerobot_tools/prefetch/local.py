@@ -1,0 +1,282 @@
+"""What is already on disk: tree listings, per-file download metadata, and the presence check.
+
+lrtool keeps its bookkeeping in the same place and format as ``huggingface_hub``'s ``local_dir``
+downloads (hub-downloads reference §1, "How local_dir keeps its metadata"), so a folder prefetched by
+lrtool is recognised as up to date by ``snapshot_download(local_dir=...)`` / ``hf_hub_download`` and
+vice versa::
+
+    <dest>/.cache/huggingface/
+        .gitignore                      "*"
+        trees/<commit>.json             {"format_version": 1, "files": {path: {size, blob_id[, lfs_sha256, lfs_size][, xet_hash]}}}
+        download/<path>.metadata        "<commit>\\n<etag>\\n<unix time>\\n"
+        download/<path>.lock            file lock held while <path> is written
+
+A file counts as present when it exists with the listed size and either its metadata names the same
+commit or the same etag (and the file was not modified after the metadata was written, with 1 s of
+slack as in ``huggingface_hub._local_folder``), or, without usable metadata, its content hashes to the
+listed object id (git blob SHA-1 for regular files, SHA-256 for LFS files). None of this makes a request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lerobot_tools._io import TMP_PREFIX, atomic_write_text
+from lerobot_tools.dataset.templates import escapes_root
+
+TREE_CACHE_FORMAT_VERSION = 1
+HF_DIR = Path(".cache") / "huggingface"
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class TreeFile:
+    """One file of a repo tree listing (``GET /api/datasets/{repo}/tree/{rev}?recursive=true``).
+
+    Attributes:
+        path: path in the repo, ``/``-separated.
+        size: size in bytes of the real content (for LFS files, the LFS object size).
+        blob_id: git blob SHA-1 (the tree entry's ``oid``; for LFS files, of the pointer file).
+        lfs_sha256: SHA-256 of the content for LFS files (``lfs.oid``), else None.
+        lfs_size: LFS object size, else None.
+        xet_hash: Xet content hash when the server lists one (kept for cache compatibility only).
+    """
+
+    path: str
+    size: int
+    blob_id: str
+    lfs_sha256: str | None = None
+    lfs_size: int | None = None
+    xet_hash: str | None = None
+
+    @property
+    def etag(self) -> str:
+        """What the Hub sends as the file's ETag: the LFS SHA-256, else the git blob SHA-1."""
+        return self.lfs_sha256 or self.blob_id
+
+    def to_json(self) -> dict:
+        info: dict = {"size": self.size, "blob_id": self.blob_id}
+        if self.lfs_sha256 is not None:
+            info["lfs_sha256"] = self.lfs_sha256
+            info["lfs_size"] = self.lfs_size
+        if self.xet_hash is not None:
+            info["xet_hash"] = self.xet_hash
+        return info
+
+    @classmethod
+    def from_json(cls, path: str, info: dict) -> "TreeFile":
+        return cls(path=path, size=int(info["size"]), blob_id=str(info.get("blob_id") or ""),
+                   lfs_sha256=info.get("lfs_sha256"), lfs_size=info.get("lfs_size"), xet_hash=info.get("xet_hash"))
+
+    @classmethod
+    def from_api(cls, item: dict) -> "TreeFile":
+        """Build from one ``{"type": "file", ...}`` item of the tree endpoint."""
+        lfs = item.get("lfs") or None
+        return cls(path=str(item["path"]), size=int(item.get("size") or 0), blob_id=str(item.get("oid") or ""),
+                   lfs_sha256=(lfs or {}).get("oid"), lfs_size=(lfs or {}).get("size"), xet_hash=item.get("xetHash"))
+
+
+def hf_dir(dest: Path) -> Path:
+    """``<dest>/.cache/huggingface`` (created on first write, with a ``.gitignore`` of ``*``)."""
+    return Path(dest) / HF_DIR
+
+
+def ensure_hf_dir(dest: Path) -> Path:
+    """Create ``<dest>/.cache/huggingface`` with its ``.gitignore`` (as huggingface_hub does)."""
+    d = hf_dir(dest)
+    d.mkdir(parents=True, exist_ok=True)
+    gi = d / ".gitignore"
+    if not gi.exists():
+        with contextlib.suppress(OSError):
+            atomic_write_text(gi, "*")
+    return d
+
+
+def tree_cache_path(dest: Path, commit: str) -> Path:
+    return hf_dir(dest) / "trees" / f"{commit}.json"
+
+
+def read_tree_cache(dest: Path, commit: str) -> dict[str, TreeFile] | None:
+    """The cached tree listing of ``commit`` in ``dest``, or None if absent, unreadable or of an unknown format."""
+    path = tree_cache_path(dest, commit)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format_version") != TREE_CACHE_FORMAT_VERSION:
+            return None
+        return {p: TreeFile.from_json(p, info) for p, info in data["files"].items()}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def write_tree_cache(dest: Path, commit: str, files: dict[str, TreeFile]) -> None:
+    """Write the tree listing of ``commit`` atomically (a commit's listing never changes)."""
+    ensure_hf_dir(dest)
+    path = tree_cache_path(dest, commit)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"format_version": TREE_CACHE_FORMAT_VERSION,
+            "files": {p: files[p].to_json() for p in sorted(files)}}
+    atomic_write_text(path, json.dumps(data, indent=1))
+
+
+def cached_tree_commits(dest: Path) -> list[str]:
+    """Commits that have a cached tree listing in ``dest``, newest file first."""
+    d = hf_dir(dest) / "trees"
+    if not d.is_dir():
+        return []
+    items = [(p.stat().st_mtime, p.stem) for p in d.glob("*.json") if p.is_file()]
+    return [c for _, c in sorted(items, reverse=True)]
+
+
+def safe_relpath(path: str) -> bool:
+    """True for a repo path that stays inside the destination (no absolute path, no ``..``, no ``.cache``)."""
+    if not path or escapes_root(path) or "\\" in path:
+        return False
+    parts = path.split("/")
+    return all(p not in ("", ".", "..") for p in parts) and parts[0] != ".cache"
+
+
+def metadata_path(dest: Path, path: str) -> Path:
+    return hf_dir(dest) / "download" / f"{path}.metadata"
+
+
+def lock_path(dest: Path, path: str) -> Path:
+    """The file lock huggingface_hub also takes for ``path`` (``download/<path>.lock``)."""
+    return hf_dir(dest) / "download" / f"{path}.lock"
+
+
+@dataclass(frozen=True)
+class DownloadMetadata:
+    commit: str
+    etag: str
+    timestamp: float
+
+
+def read_metadata(dest: Path, path: str) -> DownloadMetadata | None:
+    try:
+        lines = metadata_path(dest, path).read_text(encoding="utf-8").splitlines()
+        return DownloadMetadata(lines[0].strip(), lines[1].strip(), float(lines[2].strip()))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def write_metadata(dest: Path, path: str, commit: str, etag: str) -> None:
+    """Record that ``path`` holds ``etag`` at ``commit`` (huggingface_hub's 3-line format).
+
+    Written to a temporary name and renamed, without fsync: this is bookkeeping, not dataset content.
+    After a crash it is at worst missing or unparsable, and the file is then checked by hash instead.
+    """
+    mp = metadata_path(dest, path)
+    mp.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".metadata", dir=mp.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"{commit}\n{etag}\n{time.time()}\n")
+        os.replace(tmp, mp)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class ContentHasher:
+    """Incremental hash of a file's content matching its tree entry.
+
+    LFS files: SHA-256 of the content (``lfs.oid``). Regular files: git blob SHA-1, i.e. SHA-1 of
+    ``b"blob <size>\\0" + content`` (the tree ``oid`` and the Hub's ETag). ``expected`` is None when
+    the listing gives no usable id, and :meth:`matches` is then always True.
+    """
+
+    def __init__(self, entry: TreeFile):
+        self.entry = entry
+        if entry.lfs_sha256:
+            self._h = hashlib.sha256()
+            self.expected: str | None = entry.lfs_sha256.lower()
+        elif re.fullmatch(r"[0-9a-fA-F]{40}", entry.blob_id or ""):
+            self._h = hashlib.sha1()
+            self._h.update(b"blob %d\0" % entry.size)
+            self.expected = entry.blob_id.lower()
+        else:
+            self._h = hashlib.sha1()
+            self.expected = None
+
+    def reset(self) -> None:
+        self.__init__(self.entry)  # type: ignore[misc]
+
+    def update(self, data: bytes) -> None:
+        self._h.update(data)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+    def matches(self) -> bool:
+        return self.expected is None or self._h.hexdigest() == self.expected
+
+
+def hash_file_matches(path: Path, entry: TreeFile) -> bool:
+    """True when the file at ``path`` hashes to ``entry``'s object id (reads the whole file)."""
+    h = ContentHasher(entry)
+    if h.expected is None:
+        return True
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                h.update(chunk)
+    except OSError:
+        return False
+    return h.matches()
+
+
+def check_present(dest: Path, entry: TreeFile, commit: str, *, trust_metadata: bool = True) -> tuple[bool, str]:
+    """Decide, without any request, whether ``dest/entry.path`` already holds ``entry`` at ``commit``.
+
+    Returns:
+        ``(present, how)`` where ``how`` is ``"metadata"`` (size + matching metadata),
+        ``"hash"`` (size + content hash), ``"missing"``, ``"size"`` (wrong size) or ``"content"``
+        (right size, wrong content).
+    """
+    target = Path(dest) / entry.path
+    try:
+        st = target.stat()
+    except OSError:
+        return False, "missing"
+    if not target.is_file():
+        return False, "missing"
+    if st.st_size != entry.size:
+        return False, "size"
+    if trust_metadata:
+        meta = read_metadata(dest, entry.path)
+        if meta is not None and st.st_mtime <= meta.timestamp + 1 and (
+                meta.commit == commit or (meta.etag and meta.etag == entry.etag)):
+            return True, "metadata"
+    if hash_file_matches(target, entry):
+        return True, "hash"
+    return False, "content"
+
+
+_TEMP_SUFFIX_RE = r"[A-Za-z0-9_]{8}-"
+
+
+def remove_stale_temps(final: Path) -> int:
+    """Remove temporary files a killed run left for ``final`` (call only while holding its file lock)."""
+    pattern = re.compile(re.escape(TMP_PREFIX) + _TEMP_SUFFIX_RE + re.escape(final.name) + r"$")
+    n = 0
+    try:
+        names = os.listdir(final.parent)
+    except OSError:
+        return 0
+    for name in names:
+        if pattern.match(name):
+            with contextlib.suppress(OSError):
+                (final.parent / name).unlink()
+                n += 1
+    return n

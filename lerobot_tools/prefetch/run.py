@@ -1,0 +1,690 @@
+"""Run a prefetch: plan the mixture, check the disk, fetch what is missing on a thread pool, report.
+
+Order of work for each repo job (see :mod:`lerobot_tools.prefetch.plan` for the grouping):
+
+1. commit: the revision itself when it is a 40-hex SHA, else the lock file's commit, else one
+   revision resolve request;
+2. tree listing: ``<dest>/.cache/huggingface/trees/<commit>.json`` when cached, else the paginated
+   tree listing (then cached);
+3. the files needed (whole repo, or ``meta/`` + the episode files), each checked on disk *before any
+   download request* (:func:`lerobot_tools.prefetch.local.check_present`);
+4. the missing ones are downloaded on a shared thread pool: per-file lock (the same
+   ``download/<path>.lock`` huggingface_hub takes, so a second lrtool or a ``hf_hub_download`` on the
+   same folder waits), check again under the lock, stream into a ``.lrtool-tmp-`` file in the target
+   folder, verify size and hash, fsync, atomic rename, record metadata.
+
+A warm run with a lock file therefore makes zero requests; a cold run makes at most 1 resolve + the
+tree pages + 1 request per missing file (2 when the server redirects LFS files to a CDN). A repo whose
+calls keep failing is marked incomplete after bounded retries (and, after 3 consecutive failed files,
+its remaining files are not attempted); the other repos carry on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+import time
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lerobot_tools import _env
+from lerobot_tools._io import atomic_path
+from lerobot_tools.dataset.mixture import read_mixture
+from lerobot_tools.dataset.targets import repo_cache_dirname
+from lerobot_tools.errors import LrtoolError, UsageError
+from lerobot_tools.prefetch import local
+from lerobot_tools.prefetch.budget import DEFAULT_MAX_REQUESTS, DEFAULT_WINDOW_S, Clock, RequestBudget
+from lerobot_tools.prefetch.hub import CallStats, HubClient, HubError, RetryPolicy, endpoint_from_env
+from lerobot_tools.prefetch.local import TreeFile
+from lerobot_tools.prefetch.lock import LockFile, default_lock_path
+from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files, plan_jobs, unsafe_paths
+
+log = logging.getLogger("lerobot_tools.prefetch")
+
+FILE_LOCK_TIMEOUT_S = 3600.0
+MAX_PROBLEMS_SHOWN = 5
+
+
+@dataclass
+class PrefetchOptions:
+    """How to run a prefetch (the CLI options, plus hooks for tests).
+
+    Attributes:
+        local_dir_root: destination root (default ``$HF_LEROBOT_HOME``); each repo goes to ``<root>/<repo_id>``.
+        max_workers: download threads (>= 1). Default 16.
+        dry_run: resolve and list only; write nothing, download nothing.
+        offline: make no request; report completeness against cached tree listings. None = ``HF_HUB_OFFLINE``.
+        lock_path: the lock file (default beside the mixture: ``mixture.txt`` -> ``mixture.lock``).
+        use_lock: read and write the lock file at all.
+        update_lock: resolve branches/tags again even when the lock has a commit.
+        max_requests, window_s: the shared request budget (default 3000 per 300 s).
+        endpoint: Hub endpoint (default ``HF_ENDPOINT`` or https://huggingface.co).
+        progress: progress bars on stderr (None = when stderr is a terminal).
+        token: token override (None = ``HF_TOKEN``/stored token; False = none).
+        clock, policy: time source and retry bounds (tests).
+        max_consecutive_failures: failed files in a row after which a repo's remaining files are skipped.
+    """
+
+    local_dir_root: Path | None = None
+    max_workers: int = 16
+    dry_run: bool = False
+    offline: bool | None = None
+    lock_path: Path | None = None
+    use_lock: bool = True
+    update_lock: bool = False
+    max_requests: int = DEFAULT_MAX_REQUESTS
+    window_s: float = DEFAULT_WINDOW_S
+    endpoint: str | None = None
+    progress: bool | None = None
+    token: str | bool | None = None
+    clock: Clock | None = None
+    policy: RetryPolicy | None = None
+    max_consecutive_failures: int = 3
+
+
+@dataclass
+class RepoResult:
+    """The outcome for one repo job.
+
+    Attributes:
+        status: ``complete`` (every needed file is on disk and verified), ``incomplete`` (some are
+            missing or failed, or the entry has a problem) or ``error`` (the job could not run:
+            malformed entry, repo/revision not found, listing failed).
+        commit, commit_from: the commit used and where it came from (``sha``, ``lock``,
+            ``resolved``, ``hub-cache-ref``, ``tree-cache``).
+        needed: files the entries need. present: already on disk before downloading (or, offline,
+            on disk). downloaded, failed: this run. missing: still needed and not on disk (dry run,
+            offline). missing_upstream: needed by the metadata but absent from the repo.
+        bytes_downloaded: bytes received. bytes_missing: size of ``missing`` (dry run/offline).
+        requests: HTTP requests made for this repo. seconds: wall time from start to last file.
+        waited_s: seconds spent waiting on rate limits/backoff. problems: one-line messages.
+    """
+
+    repo_id: str | None
+    revision: str
+    dest: Path
+    sources: list[str]
+    specs: list[str]
+    kind: str
+    status: str = "pending"
+    commit: str | None = None
+    commit_from: str | None = None
+    needed: int = 0
+    present: int = 0
+    downloaded: int = 0
+    failed: int = 0
+    missing: int = 0
+    missing_upstream: int = 0
+    bytes_downloaded: int = 0
+    bytes_missing: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stats: CallStats = field(default_factory=CallStats)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _consecutive_failures: int = 0
+    _skipped: int = 0
+    _t0: float = 0.0
+    _t1: float = 0.0
+
+    @property
+    def requests(self) -> int:
+        return self.stats.requests
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def label(self) -> str:
+        return f"{self.repo_id}@{self.revision}" if self.repo_id else str(self.dest)
+
+    def problem(self, message: str) -> None:
+        with self._lock:
+            self.problems.append(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "repo_id": self.repo_id, "revision": self.revision, "commit": self.commit,
+            "commit_from": self.commit_from, "dest": str(self.dest), "sources": self.sources,
+            "kind": self.kind, "status": self.status, "needed": self.needed, "present": self.present,
+            "downloaded": self.downloaded, "failed": self.failed, "missing": self.missing,
+            "missing_upstream": self.missing_upstream, "bytes_downloaded": self.bytes_downloaded,
+            "bytes_missing": self.bytes_missing, "requests": self.requests,
+            "requests_by_kind": dict(self.stats.by_kind), "waited_s": round(self.stats.waited_s, 3),
+            "seconds": round(self.seconds, 3), "problems": self.problems, "notes": self.notes,
+        }
+
+
+@dataclass
+class PrefetchReport:
+    """Everything a prefetch did. ``exit_status`` is 0 when every job is complete, else 1."""
+
+    mixture: Path
+    results: list[RepoResult]
+    endpoint: str | None
+    offline: bool
+    dry_run: bool
+    lock_path: Path | None
+    lock_written: bool = False
+    requests: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        return 0 if all(r.complete for r in self.results) else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mixture": str(self.mixture), "endpoint": self.endpoint, "offline": self.offline,
+            "dry_run": self.dry_run, "lock": str(self.lock_path) if self.lock_path else None,
+            "lock_written": self.lock_written, "requests": self.requests, "seconds": round(self.seconds, 3),
+            "exit_status": self.exit_status, "notes": self.notes,
+            "repos": [r.to_dict() for r in self.results],
+        }
+
+
+def _new_result(job: RepoJob) -> RepoResult:
+    kind = "local" if job.is_local else ("whole" if job.whole else "episodes")
+    return RepoResult(job.repo_id, job.revision, job.dest, list(job.sources), list(job.specs), kind)
+
+
+def _summarise_paths(label: str, paths: list[str]) -> str:
+    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return f"{len(paths)} {label}: {shown}"
+
+
+def _check_local_entry(job: RepoJob, res: RepoResult) -> None:
+    if (job.dest / "meta" / "info.json").is_file():
+        res.status = "complete"
+        res.notes.append("local folder: nothing to fetch")
+    else:
+        res.status = "incomplete"
+        res.problems.append(f"local folder {job.dest} has no meta/info.json")
+
+
+# ---------------------------------------------------------------------------------------------- offline
+def _offline_commit(job: RepoJob, lock: LockFile | None, res: RepoResult) -> str | None:
+    if job.revision_is_sha:
+        res.commit_from = "sha"
+        return job.revision
+    if lock is not None and (c := lock.commit(job.repo_id, job.revision)):
+        res.commit_from = "lock"
+        return c
+    for cache in _env.hub_caches():
+        ref = cache / repo_cache_dirname(job.repo_id) / "refs" / job.revision
+        try:
+            sha = ref.read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if sha and local.read_tree_cache(job.dest, sha) is not None:
+            res.commit_from = "hub-cache-ref"
+            return sha
+    commits = local.cached_tree_commits(job.dest)
+    if commits:
+        res.commit_from = "tree-cache"
+        if len(commits) > 1:
+            res.notes.append(f"no lock entry: checked against the newest of {len(commits)} cached tree listings")
+        return commits[0]
+    return None
+
+
+def _offline_job(job: RepoJob, lock: LockFile | None) -> RepoResult:
+    res = _new_result(job)
+    t0 = time.perf_counter()
+    try:
+        if job.error:
+            res.status = "error"
+            res.problems.append(job.error)
+            return res
+        if job.is_local:
+            _check_local_entry(job, res)
+            return res
+        commit = _offline_commit(job, lock, res)
+        if commit is None:
+            res.status = "incomplete"
+            res.problems.append(f"commit of {job.revision!r} unknown offline: no lock entry and no cached tree "
+                                f"listing in {local.hf_dir(job.dest)}; run prefetch online once")
+            return res
+        res.commit = commit
+        tree = local.read_tree_cache(job.dest, commit)
+        if tree is None:
+            res.status = "incomplete"
+            res.problems.append(f"no cached tree listing for commit {commit[:12]} in {local.hf_dir(job.dest)}; "
+                                "run prefetch online once")
+            return res
+        tree = _drop_unsafe(tree, res)
+        if job.whole:
+            needed = set(tree)
+        else:
+            meta = meta_files(tree)
+            missing_meta = [p for p in sorted(meta) if not local.check_present(job.dest, tree[p], commit)[0]]
+            if missing_meta:
+                res.needed = len(meta)
+                res.present = len(meta) - len(missing_meta)
+                res.missing = len(missing_meta)
+                res.bytes_missing = sum(tree[p].size for p in missing_meta)
+                res.status = "incomplete"
+                res.problems.append(_summarise_paths("meta files missing (the episode files cannot be planned)",
+                                                     missing_meta))
+                return res
+            files, probs = episode_files(job.dest, job.selectors)
+            res.problems.extend(probs)
+            upstream = sorted(files - set(tree))
+            if upstream:
+                res.missing_upstream = len(upstream)
+                res.problems.append(_summarise_paths("files the metadata references are not in the repo", upstream))
+            needed = meta | (files & set(tree))
+        res.needed = len(needed)
+        missing = [p for p in sorted(needed) if not local.check_present(job.dest, tree[p], commit)[0]]
+        res.present = res.needed - len(missing)
+        res.missing = len(missing)
+        res.bytes_missing = sum(tree[p].size for p in missing)
+        if missing:
+            res.problems.append(_summarise_paths("files missing or not matching the listing", missing))
+        res.status = "complete" if not res.problems else "incomplete"
+        return res
+    except LrtoolError as exc:
+        res.status = "incomplete"
+        res.problems.append(str(exc))
+        return res
+    finally:
+        res.seconds = time.perf_counter() - t0
+
+
+def _drop_unsafe(tree: dict[str, TreeFile], res: RepoResult) -> dict[str, TreeFile]:
+    bad = unsafe_paths(tree)
+    if not bad:
+        return tree
+    res.problem(_summarise_paths("listed paths escape the destination and were refused", bad))
+    return {p: f for p, f in tree.items() if p not in set(bad)}
+
+
+# ---------------------------------------------------------------------------------------------- online
+class _Bars:
+    """Two tqdm bars (files, bytes) on stderr, totals growing as repos are planned."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._lock = threading.Lock()
+        if enabled:
+            from tqdm import tqdm
+
+            self.files = tqdm(total=0, unit="file", desc="files", position=0, dynamic_ncols=True, leave=True)
+            self.bytes = tqdm(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc="bytes", position=1,
+                              dynamic_ncols=True, leave=True)
+
+    def add(self, files: int, nbytes: int) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            self.files.total += files
+            self.bytes.total += nbytes
+            self.files.refresh()
+            self.bytes.refresh()
+
+    def file_done(self) -> None:
+        if self.enabled:
+            self.files.update(1)
+
+    def got_bytes(self, n: int) -> None:
+        if self.enabled:
+            self.bytes.update(n)
+
+    def close(self) -> None:
+        if self.enabled:
+            self.files.close()
+            self.bytes.close()
+
+
+class _Runner:
+    def __init__(self, options: PrefetchOptions, lock: LockFile | None, client: HubClient, bars: _Bars):
+        self.o = options
+        self.lock = lock
+        self.client = client
+        self.bars = bars
+        self._futures: list[Future] = []
+        self._flock = threading.Lock()
+        self.stopping = False
+        self.files_pool = ThreadPoolExecutor(max_workers=options.max_workers, thread_name_prefix="lrtool-file")
+
+    # -- per job
+    def prepare(self, job: RepoJob, res: RepoResult) -> None:
+        res._t0 = time.perf_counter()
+        try:
+            if job.error:
+                res.status = "error"
+                res.problems.append(job.error)
+                return
+            if job.is_local:
+                _check_local_entry(job, res)
+                return
+            commit = self._commit(job, res)
+            res.commit = commit
+            tree = self._tree(job, res, commit)
+            tree = _drop_unsafe(tree, res)
+            if job.whole:
+                needed = sorted(tree)
+            else:
+                meta = meta_files(tree)
+                if not meta:
+                    raise LrtoolError("the repo has no meta/ files; not a LeRobot dataset", job.repo_id)
+                missing_meta = self._check(job, res, commit, tree, sorted(meta))
+                if missing_meta and self.o.dry_run:
+                    res.missing += len(missing_meta)
+                    res.bytes_missing += sum(tree[p].size for p in missing_meta)
+                    res.notes.append("meta/ is not on disk: the episode files are planned once it is fetched")
+                    return
+                if missing_meta:
+                    futs = self._submit(job, res, commit, tree, missing_meta)
+                    # Future.result, not concurrent.futures.wait: a future cancelled by Ctrl-C wakes it
+                    if not all([f.result() for f in futs]):
+                        raise LrtoolError("meta/ files could not be fetched; the episode subset cannot be planned",
+                                          job.repo_id)
+                files, probs = episode_files(job.dest, job.selectors)
+                for p in probs:
+                    res.problem(p)
+                upstream = sorted(files - set(tree))
+                if upstream:
+                    with res._lock:
+                        res.missing_upstream += len(upstream)
+                    res.problem(_summarise_paths("files the metadata references are not in the repo", upstream))
+                needed = sorted((files & set(tree)) - meta)
+            missing = self._check(job, res, commit, tree, needed)
+            if self.o.dry_run:
+                res.missing += len(missing)
+                res.bytes_missing += sum(tree[p].size for p in missing)
+                return
+            self._submit(job, res, commit, tree, missing)
+        except HubError as exc:
+            res.status = "error"
+            hint = ""
+            if res.commit_from == "lock" and exc.code == "RevisionNotFound":
+                hint = " (the locked commit is gone upstream; run with --update-lock)"
+            res.problem(str(exc) + hint)
+        except LrtoolError as exc:
+            res.status = "error"
+            res.problem(str(exc))
+        except CancelledError:
+            res.status = "error"
+            res.problem("interrupted")
+        finally:
+            with res._lock:
+                res._t1 = max(res._t1, time.perf_counter())
+
+    def _commit(self, job: RepoJob, res: RepoResult) -> str:
+        if job.revision_is_sha:
+            res.commit_from = "sha"
+            return job.revision
+        if self.lock is not None and not self.o.update_lock:
+            c = self.lock.commit(job.repo_id, job.revision)
+            if c:
+                res.commit_from = "lock"
+                return c
+        res.commit_from = "resolved"
+        return self.client.resolve_revision(job.repo_id, job.revision, res.stats)
+
+    def _tree(self, job: RepoJob, res: RepoResult, commit: str) -> dict[str, TreeFile]:
+        tree = local.read_tree_cache(job.dest, commit)
+        if tree is not None:
+            return tree
+        tree = self.client.list_tree(job.repo_id, commit, res.stats)
+        if not self.o.dry_run:
+            try:
+                local.write_tree_cache(job.dest, commit, tree)
+            except OSError as exc:
+                res.notes.append(f"tree listing not cached ({exc.strerror or exc})")
+        return tree
+
+    def _check(self, job: RepoJob, res: RepoResult, commit: str, tree: dict[str, TreeFile],
+               paths: list[str]) -> list[str]:
+        """On-disk check (no request); returns the paths to download and counts the present ones."""
+        missing: list[str] = []
+        for p in paths:
+            ok, how = local.check_present(job.dest, tree[p], commit)
+            if ok:
+                if how == "hash" and not self.o.dry_run:
+                    try:
+                        local.write_metadata(job.dest, p, commit, tree[p].etag)
+                    except OSError:
+                        pass
+            else:
+                missing.append(p)
+        with res._lock:
+            res.needed += len(paths)
+            res.present += len(paths) - len(missing)
+        return missing
+
+    def _submit(self, job: RepoJob, res: RepoResult, commit: str, tree: dict[str, TreeFile],
+                paths: list[str]) -> list[Future]:
+        if paths:
+            local.ensure_hf_dir(job.dest)
+        self.bars.add(len(paths), sum(tree[p].size for p in paths))
+        futs = [self.files_pool.submit(self._fetch, job, res, commit, tree[p]) for p in paths]
+        with self._flock:
+            self._futures.extend(futs)
+        return futs
+
+    # -- per file
+    def _fetch(self, job: RepoJob, res: RepoResult, commit: str, entry: TreeFile) -> bool:
+        try:
+            with res._lock:
+                skip = res._consecutive_failures >= self.o.max_consecutive_failures
+            if skip or self.stopping:
+                with res._lock:
+                    res._skipped += 1
+                ok = False
+            else:
+                ok = self._fetch_locked(job, res, commit, entry)
+        except Exception as exc:  # one file's failure must never take the run down
+            log.debug("fetch of %s failed", entry.path, exc_info=True)
+            res.problem(f"{entry.path}: {exc}")
+            ok = False
+        with res._lock:
+            if ok:
+                res._consecutive_failures = 0
+            else:
+                res.failed += 1
+                res._consecutive_failures += 1
+            res._t1 = max(res._t1, time.perf_counter())
+        self.bars.file_done()
+        return ok
+
+    def _fetch_locked(self, job: RepoJob, res: RepoResult, commit: str, entry: TreeFile) -> bool:
+        from filelock import FileLock, SoftFileLock
+
+        final = job.dest / entry.path
+        final.parent.mkdir(parents=True, exist_ok=True)
+        lp = local.lock_path(job.dest, entry.path)
+        lp.parent.mkdir(parents=True, exist_ok=True)
+        flock = FileLock(str(lp), timeout=FILE_LOCK_TIMEOUT_S, mode=0o664)
+        try:
+            flock.acquire()
+        except NotImplementedError:  # filesystem without flock (some network mounts)
+            flock = SoftFileLock(str(lp), timeout=FILE_LOCK_TIMEOUT_S)
+            flock.acquire()
+        try:
+            ok, how = local.check_present(job.dest, entry, commit)
+            if ok:  # another process (or an earlier entry) finished it meanwhile
+                if how == "hash":
+                    local.write_metadata(job.dest, entry.path, commit, entry.etag)
+                with res._lock:
+                    res.present += 1
+                return True
+            local.remove_stale_temps(final)
+            nbytes = 0
+            with atomic_path(final) as tmp:
+                nbytes = self.client.download(job.repo_id, commit, entry, tmp, res.stats,
+                                              on_bytes=self.bars.got_bytes)
+            local.write_metadata(job.dest, entry.path, commit, entry.etag)
+            with res._lock:
+                res.downloaded += 1
+                res.bytes_downloaded += nbytes
+            return True
+        except HubError as exc:
+            res.problem(str(exc))
+            return False
+        except OSError as exc:
+            res.problem(f"{entry.path}: cannot be written ({exc.strerror or exc})")
+            return False
+        finally:
+            flock.release()
+
+    def wait_all(self) -> None:
+        """Wait for every submitted download (including ones submitted while waiting)."""
+        while True:
+            with self._flock:
+                pending = [f for f in self._futures if not f.done()]
+            if not pending:
+                return
+            for f in pending:
+                with contextlib.suppress(CancelledError):
+                    f.result()
+
+    def close(self) -> None:
+        self.files_pool.shutdown(wait=True)
+
+    def cancel(self) -> None:
+        """Ctrl-C: drop queued downloads; the ones in flight finish or leave only temporary files."""
+        self.stopping = True
+        self.files_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _finish(res: RepoResult, dry_run: bool) -> None:
+    """Set the final status and wall time of a job whose files are all done."""
+    if res._t1:
+        res.seconds = max(0.0, res._t1 - res._t0)
+    if res._skipped:
+        res.problems.append(f"{res._skipped} file(s) not attempted after repeated failures in this repo")
+    if res.status == "error":
+        return
+    still_missing = res.missing if dry_run else 0
+    ok = res.failed == 0 and res.missing_upstream == 0 and still_missing == 0 and not res.problems
+    res.status = "complete" if ok else "incomplete"
+
+
+def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> PrefetchReport:
+    """Prewarm the local copies of every dataset a mixture names.
+
+    Args:
+        mixture: a mixture file (plain text or OpenTau JSON; :func:`lerobot_tools.dataset.mixture.read_mixture`).
+        options: see :class:`PrefetchOptions`.
+
+    Returns:
+        a :class:`PrefetchReport` (one :class:`RepoResult` per repo job, in mixture order).
+
+    Raises:
+        UsageError: the mixture or the lock file cannot be read, or an option is out of range
+            (the CLI exits 2).
+    """
+    o = options or PrefetchOptions()
+    if o.max_workers < 1:
+        raise UsageError(f"--max-workers must be >= 1, got {o.max_workers}")
+    mixture = Path(mixture)
+    t0 = time.perf_counter()
+    entries = read_mixture(mixture)
+    jobs = plan_jobs(entries, o.local_dir_root)
+    offline = _env.hub_offline() if o.offline is None else bool(o.offline)
+    lock_path = (Path(o.lock_path) if o.lock_path is not None else default_lock_path(mixture)) if o.use_lock else None
+    lock = LockFile.read(lock_path) if lock_path is not None else None
+
+    if offline:
+        results = [_offline_job(job, lock) for job in jobs]
+        return PrefetchReport(mixture, results, None, True, o.dry_run, lock_path, False, 0,
+                              time.perf_counter() - t0)
+
+    try:
+        budget = RequestBudget(o.max_requests, o.window_s, clock=o.clock)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    endpoint = (o.endpoint or endpoint_from_env()).rstrip("/")
+    client = HubClient(endpoint, budget, token=o.token, clock=o.clock, policy=o.policy)
+    progress = o.progress if o.progress is not None else sys.stderr.isatty()
+    bars = _Bars(progress)
+    runner = _Runner(o, lock, client, bars)
+    results = [_new_result(job) for job in jobs]
+    prep_pool = ThreadPoolExecutor(max_workers=max(1, min(o.max_workers, len(jobs))), thread_name_prefix="lrtool-repo")
+    try:
+        for fut in [prep_pool.submit(runner.prepare, job, res) for job, res in zip(jobs, results)]:
+            fut.result()
+        runner.wait_all()
+    except KeyboardInterrupt:
+        runner.cancel()  # queued downloads are dropped; a repo waiting on them stops (CancelledError)
+        prep_pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        prep_pool.shutdown(wait=True)
+        runner.close()
+        bars.close()
+    for res in results:
+        _finish(res, o.dry_run)
+
+    report = PrefetchReport(mixture, results, endpoint, False, o.dry_run, lock_path,
+                            requests=budget.used, seconds=time.perf_counter() - t0)
+    if lock is not None and not o.dry_run:
+        keys = {job.key for job in jobs if job.repo_id}
+        lock.retain(keys)
+        for job, res in zip(jobs, results):
+            if job.repo_id and res.commit and res.status != "error":
+                lock.set(job.repo_id, job.revision, res.commit)
+        lock.endpoint = endpoint
+        try:
+            report.lock_written = lock.write()
+        except OSError as exc:
+            report.notes.append(f"lock file {lock.path} not written ({exc.strerror or exc})")
+    return report
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` -> ``"1.5 KiB"``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def render_text(report: PrefetchReport, out) -> None:
+    """The per-repo table (files present, downloaded, failed, bytes, requests, seconds) and problems."""
+    mode = "offline check" if report.offline else ("dry run" if report.dry_run else "prefetch")
+    headers = ["repo", "revision", "commit", "status", "needed", "present",
+               "missing" if (report.offline or report.dry_run) else "downloaded", "failed",
+               "to fetch" if (report.offline or report.dry_run) else "bytes", "requests", "seconds"]
+    rows = []
+    for r in report.results:
+        moved = r.missing if (report.offline or report.dry_run) else r.downloaded
+        nbytes = r.bytes_missing if (report.offline or report.dry_run) else r.bytes_downloaded
+        rows.append([r.label if r.repo_id else str(r.dest), "" if r.repo_id is None else r.revision,
+                     (r.commit or "")[:12], r.status, str(r.needed), str(r.present), str(moved), str(r.failed),
+                     human_bytes(nbytes), str(r.requests), f"{r.seconds:.1f}"])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    right = {4, 5, 6, 7, 8, 9, 10}
+
+    def fmt(cells):
+        return "  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    out.write(fmt(headers) + "\n")
+    for row in rows:
+        out.write(fmt(row) + "\n")
+    for r in report.results:
+        for p in r.problems[:MAX_PROBLEMS_SHOWN]:
+            out.write(f"{r.label}: {p}\n")
+        if len(r.problems) > MAX_PROBLEMS_SHOWN:
+            out.write(f"{r.label}: ... and {len(r.problems) - MAX_PROBLEMS_SHOWN} more problems\n")
+        for n in r.notes:
+            out.write(f"{r.label}: note: {n}\n")
+    for n in report.notes:
+        out.write(f"note: {n}\n")
+    n_ok = sum(r.complete for r in report.results)
+    total_dl = sum(r.bytes_downloaded for r in report.results)
+    summary = (f"{mode}: {n_ok}/{len(report.results)} complete, {report.requests} requests, "
+               f"{human_bytes(total_dl)} downloaded in {report.seconds:.1f} s")
+    if report.lock_path is not None and not report.offline and not report.dry_run:
+        summary += f"; lock {report.lock_path}{' updated' if report.lock_written else ' unchanged'}"
+    out.write(summary + "\n")
