@@ -149,7 +149,7 @@ _CHECKS = [
           "pitfalls A4).",
           "lerobot casts on load and fails on the first row with another length; readers of the embedded "
           "schema see untyped lists.",
-          "`lrtool repair` casts to fixed_size_list when every row has the declared length (checked with --deep)."),
+          "`lrtool repair` casts to fixed_size_list after checking that every row has the declared length."),
     Check("S006", "hf-metadata", WARNING, "The `huggingface` schema metadata is missing or disagrees with info.json.",
           "The parquet key-value metadata `huggingface` (features JSON written by datasets) against info.json.",
           "lerobot <= 0.3 and OpenTau read that metadata: a disagreement yields other types than info.json "
@@ -159,12 +159,13 @@ _CHECKS = [
           "Arrow schemas (names, order-insensitive, and types) of every data file compared with each other.",
           "Concatenating the files fails (OpenTau loads without Features: files disagree only at concatenation) "
           "or casts differently per file.",
-          "Rewrite the odd files in the majority schema."),
+          "`lrtool repair` casts the odd files to the declared dtype when every value converts exactly; other "
+          "differences need the files rewritten in one schema."),
     # ------------------------------------------------------------------ T: tasks
     Check("T001", "tasks-file", ERROR, "The task table is missing or malformed.",
           "meta/tasks.jsonl (v2.x, one {task_index, task} per line) or meta/tasks.parquet (v3.0) exists and parses.",
           "lerobot reads tasks at construction: FileNotFoundError or KeyError on the first sample.",
-          "Restore the file from the episode metadata (`lrtool repair` appends missing labels)."),
+          "Restore the file (a backup, or the Hub); lrtool cannot rebuild a missing task table."),
     Check("T002", "task-label-missing", ERROR, "An episode references a task label missing from the task table.",
           "Every label in episodes.jsonl `tasks` / meta/episodes `tasks` exists in the task table (pitfalls B4).",
           "KeyError when the loader maps the episode's task string to an index; OpenTau falls back with a warning.",

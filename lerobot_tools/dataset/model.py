@@ -589,7 +589,11 @@ class Dataset:
         return [VideoFile(rel, key, sorted(eps)) for (key, rel), eps in sorted(out.items(), key=lambda kv: (kv[0][0], kv[0][1]))]
 
     def files_under(self, subdir: str, suffix: str) -> list[str]:
-        """Relative paths of every regular file with ``suffix`` below ``subdir`` (sorted; hidden dirs skipped)."""
+        """Relative paths of every regular file with ``suffix`` below ``subdir`` (sorted).
+
+        Hidden folders and hidden files are skipped: lerobot's ``data/*/*.parquet`` glob skips dot-files, and
+        lrtool's own temporary files (``.lrtool-tmp-*``, left by a killed run) are not dataset files.
+        """
         base = self.root / subdir
         out: list[str] = []
         if not base.is_dir():
@@ -597,7 +601,7 @@ class Dataset:
         for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in filenames:
-                if name.endswith(suffix):
+                if name.endswith(suffix) and not name.startswith("."):
                     out.append(Path(dirpath, name).relative_to(self.root).as_posix())
         return sorted(out)
 
