@@ -1,0 +1,80 @@
+"""``lrtool repair``: parse options, plan/apply (or undo) per dataset, report, exit."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from lerobot_tools.commands._common import fail, format_option
+
+
+@click.command()
+@click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
+@click.option("--dry-run", is_flag=True, help="Show what would change (unified diff of JSON files, parquet columns "
+              "and types before/after) and write nothing.")
+@click.option("--only", multiple=True, metavar="IDS", help="Only repair these check IDs or prefixes (e.g. C,S005). "
+              "Repeatable. Validation still runs every check.")
+@click.option("--drop-undeclared", is_flag=True, help="S002: drop undeclared columns from every data file instead "
+              "of declaring them.")
+@click.option("--move-files", is_flag=True, help="F002/F003: move the video files to where video_path points instead "
+              "of rewriting video_path.")
+@click.option("--undo", is_flag=True, help="Restore the latest backup byte for byte (and remove files the repair "
+              "created), then delete that backup.")
+@format_option
+def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt):
+    """Fix mechanically what validate finds: diff first, backup, --undo.
+
+    TARGET is a dataset folder, a repo id found in $HF_LEROBOT_HOME, or a mixture file (as for validate).
+    Datasets inside a huggingface_hub snapshot cache are refused (their files are shared blobs).
+
+    Every change fixes a named finding. The originals of the files that change are copied to
+    .lrtool/backup/<UTC timestamp>/ in the dataset root before the first write; every write is atomic and
+    verified; validate runs again afterwards and a repair that makes it worse is rolled back.
+
+    Exit status: 0 every repairable finding fixed and no errors remain; 1 errors remain, or a repair failed
+    or was rolled back; 2 the tool could not run.
+    """
+    from lerobot_tools.checks.catalogue import expand_selection
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.errors import LrtoolError
+    from lerobot_tools.repair import RepairOptions, repair_target, undo as run_undo
+    from lerobot_tools.repair import diff
+
+    if undo and (only or drop_undeclared or move_files):
+        fail("--undo cannot be combined with --only, --drop-undeclared or --move-files")
+    try:
+        sel = expand_selection(list(only))
+    except ValueError as exc:
+        fail(str(exc))
+    try:
+        resolved = resolve_targets(list(targets))
+    except LrtoolError as exc:
+        fail(str(exc))
+    seen, unique = set(), []
+    for t in resolved:  # a mixture may name one dataset several times (e.g. one entry per camera)
+        key = str(t.root.resolve()) if t.root is not None else f"?{t.spec}"
+        if key not in seen:
+            seen.add(key)
+            unique.append(t)
+    options = RepairOptions(only=sel, drop_undeclared=drop_undeclared, move_files=move_files)
+    docs, status = [], 0
+    for t in unique:
+        try:
+            res = run_undo(t, dry_run=dry_run) if undo else repair_target(t, options, dry_run=dry_run)
+        except (LrtoolError, OSError) as exc:
+            fail(f"{t.spec}: {exc}")
+        status = max(status, res.status)
+        if fmt == "json":
+            docs.append(diff.undo_to_dict(res) if undo else diff.result_to_dict(res))
+        elif undo:
+            diff.render_undo(res, sys.stdout)
+        else:
+            diff.render_result(res, sys.stdout)
+    if fmt == "json":
+        sys.stdout.write(diff.dumps({"datasets": docs, "status": status}))
+    else:
+        n = len(unique)
+        word = "undo" if undo else ("dry run" if dry_run else "repair")
+        click.echo(f"Summary: {word} of {n} dataset(s), exit status {status}")
+    sys.exit(status)

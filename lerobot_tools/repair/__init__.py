@@ -1,0 +1,80 @@
+"""``lrtool repair``: fix mechanically what validate finds, show the diff first, keep a backup, never touch a
+healthy byte.
+
+Library entry points:
+
+>>> from lerobot_tools.dataset import resolve_targets
+>>> from lerobot_tools.repair import RepairOptions, repair_target, undo
+>>> (t,) = resolve_targets(["fixtures/datasets/broken_wrong_totals"])   # doctest: +SKIP
+>>> result = repair_target(t, RepairOptions(), dry_run=True)           # doctest: +SKIP
+>>> [r.summary for r in result.plan.repairs]                            # doctest: +SKIP
+['total_episodes 5 -> 3 (3 episode(s) in the metadata)', 'total_frames 50 -> 60 (60 rows in 2 data file(s))']
+
+Modules: :mod:`.plan` (validate, map findings to repairs), :mod:`.fixes` (one function per repair),
+:mod:`.apply` (backup, atomic writes, re-validation, rollback, undo), :mod:`.backup`, :mod:`.parquet`
+(row-group-preserving, verified parquet rewrites), :mod:`.hfmeta` (the ``huggingface`` metadata key),
+:mod:`.diff` (unified diffs and reports). pyarrow/pandas/PyAV are imported inside functions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lerobot_tools.dataset.targets import Target
+from lerobot_tools.errors import LrtoolError
+from lerobot_tools.repair.apply import RepairResult, UndoResult, apply_plan, prepare, undo
+from lerobot_tools.repair.model import RepairOptions, RepairPlan
+from lerobot_tools.repair.plan import REPAIRABLE, cannot_run_reason, plan_repair
+
+__all__ = [
+    "REPAIRABLE", "RepairOptions", "RepairPlan", "RepairResult", "UndoResult",
+    "plan_repair", "apply_plan", "repair_target", "undo",
+]
+
+
+def repair_target(target: Target, options: RepairOptions | None = None, *, dry_run: bool = False) -> RepairResult:
+    """Plan and (unless ``dry_run``) apply the repairs of one resolved target.
+
+    A real run first refuses a dataset whose previous repair was interrupted (its backup is still
+    ``applying``: ``--undo`` first), then removes temporary files a killed run left behind. A dry run writes
+    nothing at all.
+
+    Returns:
+        The :class:`RepairResult` (``.status`` is the exit status for this dataset).
+
+    A backup that cannot be written (read-only folder, disk full) gives ``plan.cannot_run`` (exit status 2);
+    nothing in the dataset has changed then.
+    """
+    from lerobot_tools.repair import backup
+
+    options = options or RepairOptions()
+    reason = cannot_run_reason(target)
+    if reason is None and not dry_run:
+        root = Path(target.root)
+        latest = backup.latest(root)
+        if latest is not None:
+            try:
+                state = backup.read_manifest(latest).get("state")
+            except backup.BackupError:
+                state = None
+            if state == "applying":
+                reason = (f"a previous repair of this dataset was interrupted ({latest.relative_to(root).as_posix()}); "
+                          f"run `lrtool repair --undo {target.spec}` first")
+        if reason is None:
+            prepare(root)
+    if reason is not None:
+        plan = RepairPlan(target=target.spec, root=target.root, cannot_run=reason)
+        return RepairResult(plan, dry_run=dry_run)
+    plan = plan_repair(target, options)
+    if dry_run or plan.cannot_run:
+        result = RepairResult(plan, dry_run=dry_run)
+        if not plan.empty and not plan.cannot_run:
+            from lerobot_tools.repair.diff import plan_changes
+
+            result.changes = plan_changes(plan)
+        return result
+    try:
+        return apply_plan(plan, target, options)
+    except (LrtoolError, OSError) as exc:  # the backup could not be written: nothing in the dataset changed
+        plan.cannot_run = f"cannot write the backup, nothing was changed: {exc}"
+        return RepairResult(plan)

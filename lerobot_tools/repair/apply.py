@@ -1,0 +1,341 @@
+"""Apply a repair plan: backup, atomic verified writes, re-validation, rollback; and ``--undo``.
+
+Order of events for one dataset (:func:`apply_plan`):
+
+1. nothing to change -> nothing is written and no backup is made;
+2. the originals of every file that will change (and the move list) go to ``.lrtool/backup/<UTC>/``
+   (:mod:`lerobot_tools.repair.backup`), complete before the first dataset byte changes;
+3. each file is rewritten through :func:`lerobot_tools._io.atomic_path` (temp file in the same folder,
+   fsync, verify, ``os.replace``): data parquet first, then the task table, moves, and ``meta/info.json``
+   last. A kill at any moment leaves each file original or fully repaired, and ``--undo`` restores;
+4. an error in any write restores every file from the backup;
+5. validate runs again; findings are sorted into gone / remaining / new. If any check reports more
+   findings than before, the repair made things worse and every file is restored from the backup.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lerobot_tools._io import atomic_path, clean_stale_temps, fsync_dir
+from lerobot_tools.checks.catalogue import ERROR
+from lerobot_tools.checks.engine import validate_target
+from lerobot_tools.dataset.targets import Target
+from lerobot_tools.errors import LrtoolError
+from lerobot_tools.repair import backup, parquet as pqrw
+from lerobot_tools.repair.model import Move, ParquetChange, RepairOptions, RepairPlan, TasksRewrite, TextChange
+from lerobot_tools.report import DatasetReport, Finding
+
+
+@dataclass
+class RepairResult:
+    """What one repair run did to one dataset.
+
+    Attributes:
+        plan: the plan (with the validate report it was made from).
+        dry_run: nothing was written.
+        applied: the changes were written (and kept, unless ``rolled_back``).
+        backup: the backup folder (relative to the dataset root) of a kept repair.
+        failed: why a write failed (every file was then restored).
+        rolled_back: re-validation found more problems, so every file was restored.
+        after: the validate report after the repair (None when nothing was written).
+        gone, remaining, new: findings of ``plan.before`` that disappeared / are still reported, and findings
+            that appeared.
+        worse: the checks whose finding count grew (the reason for a rollback).
+    """
+
+    plan: RepairPlan
+    dry_run: bool = False
+    applied: bool = False
+    backup: str | None = None
+    failed: str | None = None
+    rolled_back: bool = False
+    after: DatasetReport | None = None
+    gone: list[Finding] = field(default_factory=list)
+    remaining: list[Finding] = field(default_factory=list)
+    new: list[Finding] = field(default_factory=list)
+    worse: list[str] = field(default_factory=list)
+    #: the changes as shown to the user (:func:`lerobot_tools.repair.diff.plan_changes`, taken before writing)
+    changes: dict | None = None
+
+    @property
+    def status(self) -> int:
+        """Exit status: 2 cannot run; 1 a write failed, the repair was rolled back, errors remain, or a finding
+        the plan repairs is still reported; 0 every repairable finding fixed and no errors remain."""
+        plan = self.plan
+        if plan.cannot_run:
+            return 2
+        if self.failed or self.rolled_back:
+            return 1
+        if self.dry_run:
+            left = [d for d in plan.dispositions if d.action != "repair" and d.finding.severity == ERROR
+                    and not d.finding.known]
+            return 1 if left else 0
+        report = self.after or plan.before
+        if report is None or report.has_errors:
+            return 1
+        repaired = {id(d.finding) for d in plan.dispositions if d.action == "repair"}
+        if any(id(f) in repaired for f in self.remaining):
+            return 1
+        return 0
+
+
+def _key(f: Finding) -> tuple[str, str, str]:
+    return f.check, f.severity, f.group or f.message
+
+
+def compare(before: DatasetReport, after: DatasetReport) -> tuple[list[Finding], list[Finding], list[Finding], list[str]]:
+    """``(gone, remaining, new, worse)`` between two reports of one dataset.
+
+    A finding is identified by check, severity and its grouping key (or message). ``worse`` lists the
+    ``check/severity`` pairs whose number of occurrences grew: messages may change (a count in them), but
+    more occurrences of a check means the repair broke something.
+    """
+    after_keys = {_key(f) for f in after.findings}
+    before_keys = {_key(f) for f in before.findings}
+    gone = [f for f in before.findings if _key(f) not in after_keys]
+    remaining = [f for f in before.findings if _key(f) in after_keys]
+    new = [f for f in after.findings if _key(f) not in before_keys]
+
+    def counts(r: DatasetReport) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in r.findings:
+            k = f"{f.check}/{f.severity}"
+            out[k] = out.get(k, 0) + f.count
+        return out
+
+    cb, ca = counts(before), counts(after)
+    worse = sorted(k for k, n in ca.items() if n > cb.get(k, 0))
+    return gone, remaining, new, worse
+
+
+# ---------------------------------------------------------------------- writes
+def write_change(root: Path, change: ParquetChange | TasksRewrite | TextChange | Move) -> None:
+    """Write one planned change into the dataset, atomically and verified (see module docstring).
+
+    Raises:
+        LrtoolError, OSError, ValueError: the change could not be written or did not verify (the file is then
+            untouched).
+    """
+    if isinstance(change, ParquetChange):
+        import pyarrow.parquet as pq
+
+        path = root / change.relpath
+        schema = pq.read_schema(path)
+        hf = None if change.hf_features is None else pqrw_dump(change.hf_features)
+        dropped = [op.column for op in change.ops if op.kind == "drop"]
+        md = pqrw.new_metadata(schema, hf, dropped)
+        pqrw.rewrite_parquet(path, change.ops, md)
+    elif isinstance(change, TasksRewrite):
+        pqrw.write_tasks_parquet(root / change.relpath, change.rows)
+    elif isinstance(change, TextChange):
+        def verify(tmp: Path, change=change) -> None:
+            text = tmp.read_text(encoding="utf-8")
+            if text != change.new_text:
+                raise ValueError(f"{change.relpath}: written text differs from the plan")
+            if change.verify is not None:
+                change.verify(text)
+
+        with atomic_path(root / change.relpath, verify=verify) as tmp:
+            tmp.write_bytes(change.new_text.encode("utf-8"))
+    elif isinstance(change, Move):
+        src, dst = root / change.src, root / change.dst
+        if not src.is_file():
+            if dst.is_file():
+                return  # already moved (a resumed run)
+            raise LrtoolError("file to move is missing", change.src)
+        if dst.exists():
+            raise LrtoolError("destination already exists", change.dst)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src, dst)
+        fsync_dir(dst.parent)
+        fsync_dir(src.parent)
+        _prune_empty(root, src.parent)
+    else:  # pragma: no cover
+        raise TypeError(type(change).__name__)
+
+
+def pqrw_dump(doc: dict) -> bytes:
+    from lerobot_tools.repair.hfmeta import dump
+
+    return dump(doc)
+
+
+def _prune_empty(root: Path, d: Path) -> None:
+    """Remove folders emptied by moves, up to (not including) the top-level folder (``videos/``)."""
+    root = Path(root)
+    while d != root and d.parent != root:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+        d = d.parent
+
+
+def ordered_changes(plan: RepairPlan) -> list:
+    """The writes of a plan in order: data parquet, task table, moves, other JSON, meta/info.json last."""
+    out: list = list(plan.parquet_changes)
+    if plan.tasks_rewrite is not None:
+        out.append(plan.tasks_rewrite)
+    out += plan.moves
+    out += sorted(plan.text_changes, key=lambda c: c.relpath == "meta/info.json")
+    return out
+
+
+def _disk_check(root: Path, plan: RepairPlan) -> None:
+    sizes = [(root / rel).stat().st_size for rel in plan.changed_files() if (root / rel).is_file()]
+    need = sum(sizes) + (max(sizes) if sizes else 0)
+    free = shutil.disk_usage(root).free
+    if need * 1.1 > free:
+        raise LrtoolError(f"not enough free disk space for the backup and a temporary copy "
+                          f"({need / 2**20:.1f} MiB needed, {free / 2**20:.1f} MiB free)", root)
+
+
+def prepare(root: Path) -> None:
+    """Before planning a real run: remove temporary files and half-made backups a killed run left behind
+    (they would otherwise look like orphan files to validate)."""
+    clean_stale_temps(Path(root))
+    backup.clean_partial(Path(root))
+
+
+def apply_plan(plan: RepairPlan, target: Target, options: RepairOptions | None = None) -> RepairResult:
+    """Back up, write every change of ``plan``, re-validate, and roll back if validation got worse.
+
+    Args:
+        plan: from :func:`lerobot_tools.repair.plan.plan_repair` (for the same ``target``).
+        target: the resolved target (re-validated after the writes).
+        options: the options the plan was made with (validation settings).
+
+    Returns:
+        The :class:`RepairResult`. Never raises for a failed write (the files are restored and ``failed`` says
+        why); raises only when the backup itself cannot be written (nothing changed then) — as
+        :class:`~lerobot_tools.errors.LrtoolError` / OSError.
+    """
+    options = options or RepairOptions()
+    result = RepairResult(plan)
+    if not plan.empty and plan.root is not None:
+        from lerobot_tools.repair.diff import plan_changes
+
+        result.changes = plan_changes(plan)
+    if plan.cannot_run or plan.empty or plan.root is None:
+        return result
+    root = Path(plan.root)
+    _disk_check(root, plan)
+    bdir = backup.create(root, plan.changed_files(), [m.to_dict() for m in plan.moves], {
+        "target": plan.target,
+        "checks": sorted({r.check for r in plan.repairs}),
+        "repairs": [r.to_dict() for r in plan.repairs],
+    })
+    try:
+        for change in ordered_changes(plan):
+            write_change(root, change)
+        doc = backup.read_manifest(bdir)
+        for e in doc["files"]:
+            p = root / e["path"]
+            e["sha256_after"] = backup.sha256_file(p) if p.is_file() else None
+        doc["state"] = "applied"
+        backup.write_manifest(bdir, doc)
+    except Exception as exc:
+        result.failed = _restore_after_failure(root, bdir, f"{type(exc).__name__}: {exc}" if not isinstance(exc, LrtoolError) else str(exc))
+        return result
+    except BaseException:
+        _restore_after_failure(root, bdir, "interrupted")
+        raise
+    result.applied = True
+    after = validate_target(target, options.validate_options())
+    result.after = after
+    result.gone, result.remaining, result.new, result.worse = compare(plan.before, after)
+    if result.worse:
+        try:
+            backup.restore(root, bdir, force=True)
+            backup.discard(root, bdir)
+            result.rolled_back = True
+        except (LrtoolError, OSError) as exc:
+            result.failed = f"validation got worse ({', '.join(result.worse)}) and the rollback failed: {exc}; " \
+                            f"run `lrtool repair --undo {plan.target}`"
+            result.backup = bdir.relative_to(root).as_posix()
+        return result
+    result.backup = bdir.relative_to(root).as_posix()
+    return result
+
+
+def _restore_after_failure(root: Path, bdir: Path, why: str) -> str:
+    try:
+        backup.restore(root, bdir, force=True)
+        backup.discard(root, bdir)
+        return f"{why}; every file was restored from the backup"
+    except (LrtoolError, OSError) as exc:
+        return f"{why}; restoring failed too ({exc}): run `lrtool repair --undo` on the dataset"
+
+
+# ---------------------------------------------------------------------- undo
+@dataclass
+class UndoResult:
+    """What ``--undo`` did to one dataset.
+
+    Attributes:
+        target, root: the dataset.
+        backup: the backup folder restored (relative to the root), None when there was none.
+        state: the backup's state before the undo (``applied``, or ``applying`` after a killed run).
+        restored, removed, moved_back: files put back, files deleted (created by the repair), files moved back.
+        error: why nothing (or not everything) was restored.
+        cannot_run: no dataset / no backup.
+        dry_run: only listed what would be restored.
+    """
+
+    target: str
+    root: str | None
+    backup: str | None = None
+    state: str | None = None
+    restored: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    moved_back: list[str] = field(default_factory=list)
+    error: str | None = None
+    cannot_run: str | None = None
+    dry_run: bool = False
+
+    @property
+    def status(self) -> int:
+        if self.cannot_run:
+            return 2
+        return 1 if self.error else 0
+
+
+def undo(target: Target, *, dry_run: bool = False) -> UndoResult:
+    """Restore the latest backup of ``target`` byte for byte (``lrtool repair --undo``), then delete it.
+
+    Files changed by hand since the repair make the undo refuse (their originals stay in the backup). A run
+    killed mid-repair is undone unconditionally. Undoing again restores the backup before that one.
+    """
+    res = UndoResult(target.spec, str(target.root) if target.root else None, dry_run=dry_run)
+    if target.error or target.root is None:
+        res.cannot_run = target.error or "the target could not be resolved"
+        return res
+    root = Path(target.root)
+    bdir = backup.latest(root)
+    if bdir is None:
+        res.cannot_run = f"no repair backup to undo in {root / backup.BACKUP_DIR}"
+        return res
+    res.backup = bdir.relative_to(root).as_posix()
+    try:
+        doc = backup.read_manifest(bdir)
+        res.state = doc.get("state")
+        if dry_run:
+            res.restored = [e["path"] for e in doc["files"] if e.get("existed")]
+            res.removed = [e["path"] for e in doc["files"] if not e.get("existed")]
+            res.moved_back = [m["src"] for m in doc.get("moves", [])]
+            if doc.get("state") == "applied":
+                changed = backup.modified_since(root, doc)
+                if changed:
+                    res.error = f"{len(changed)} file(s) changed since the repair (e.g. {changed[0]}); undo would refuse"
+            return res
+        clean_stale_temps(root)
+        done = backup.restore(root, bdir)
+        res.restored, res.removed, res.moved_back = done["restored"], done["removed"], done["moved_back"]
+        backup.discard(root, bdir)
+    except (LrtoolError, OSError) as exc:
+        res.error = str(exc)
+    return res

@@ -1,0 +1,272 @@
+"""Plan a repair: validate the dataset, map every finding to a planned change or to "not repairable".
+
+:func:`plan_repair` runs :func:`lerobot_tools.checks.engine.validate_target` (deep, every video header), then
+the fixes of :mod:`lerobot_tools.repair.fixes` in dependency order on an in-memory copy of info.json, and
+returns a :class:`~lerobot_tools.repair.model.RepairPlan` whose concrete changes are fully computed (new
+JSON text, parquet column operations and metadata, task-table rows, moves) but not yet written. A dataset
+that validates clean of every repairable check gives an empty plan: nothing is written, no backup is made.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lerobot_tools.checks import catalogue
+from lerobot_tools.checks.engine import validate_target
+from lerobot_tools.dataset.model import INFO_PATH, V2_TASKS_PATH, Dataset
+from lerobot_tools.dataset.targets import Target
+from lerobot_tools.errors import DatasetError
+from lerobot_tools.repair import fixes
+from lerobot_tools.repair.model import (
+    Disposition, RepairOptions, RepairPlan, TextChange, Unrepairable,
+)
+from lerobot_tools.report import Finding
+
+#: check ID -> the repair lrtool applies (README table; ``lrtool repair`` docs).
+REPAIRABLE: dict[str, str] = {
+    "I005": "fps 30.0 -> 30 (an integral float written as the integer)",
+    "I006": "malformed dtype/shape of a non-camera feature taken from its column when every data file agrees",
+    "I007": "names [[...]] flattened when the inner list has one name per element",
+    "S002": "undeclared column declared from its Arrow type (every file agrees), or dropped with --drop-undeclared",
+    "S003": "dtype re-declared from the Arrow schema when every data file stores the same type; otherwise (files "
+            "disagree, or a default feature) the odd files cast to the declared dtype when every value converts "
+            "exactly",
+    "S004": "[1] feature stored as a one-element list cast to a scalar; vector shape re-declared when every file, "
+            "its names and stats agree",
+    "S005": "variable-length list cast to fixed_size_list[N] after every row is checked to hold N elements",
+    "S006": "`huggingface` schema metadata rebuilt from info.json as datasets writes it",
+    "S007": "files that differ only in a column's element type cast to the declared dtype (as S003)",
+    "T002": "task labels referenced by episodes appended to tasks.jsonl / tasks.parquet with new indices",
+    "T004": "tasks.parquet rewritten in the pandas-index form (index 'task', column task_index), same mapping",
+    "T006": "total_tasks recomputed from the task table",
+    "T007": "v3.0 tasks.parquet rows sorted so task_index == row position (mapping unchanged)",
+    "C001": "total_episodes recomputed from the episode metadata",
+    "C002": "total_frames recomputed from the data files (only when every data file is readable)",
+    "C003": "total_videos / total_chunks recomputed (v2.x)",
+    "C008": "splits set to {'train': '0:<episodes>'} when it names one split",
+    "F002": "video_path rewritten to the neighbouring layout that holds every video, or the files moved "
+            "(--move-files)",
+    "F003": "unreferenced videos that the repaired video_path (or the moved files) reference",
+    "F009": "video.codec / video.pix_fmt / video.fps / shape taken from the probed streams when every file agrees",
+}
+
+#: Repairs that need info.json only (they run even when the layout is unknown).
+INFO_ONLY = {"I005", "I007"}
+
+#: Why checks outside :data:`REPAIRABLE` are left alone (the catalogue ``fix`` says what to do).
+NOT_MECHANICAL: dict[str, str] = {
+    "F001": "a missing data file cannot be recreated",
+    "F004": "the file is a Git LFS pointer; its content is not on disk",
+    "F005": "the file is an error page saved under a data name; the content is not on disk",
+    "F006": "the file is empty; its content is not on disk",
+    "F007": "the parquet file has no valid footer; its rows cannot be recovered mechanically",
+    "F008": "the video container cannot be read",
+    "F010": "the video is shorter than its episodes; only re-encoding fixes it",
+    "F011": "staged images of an interrupted recording need a person to check",
+    "D001": "frame indices out of sequence need the recording checked",
+    "D002": "a non-contiguous global index needs the data renumbered",
+    "D003": "timestamps that are not frame_index / fps may be real clock times; rewriting them is a judgement",
+    "D004": "rows out of order need the data re-sorted and re-indexed",
+    "D005": "rows of the wrong length cannot be cast without changing data",
+    "S001": "a declared column absent from the data cannot be backfilled",
+    "C004": "episode indices need renumbering across metadata and data",
+    "C005": "episode lengths disagree with the data; which one is right is not mechanical",
+    "C006": "index ranges need recomputing with the data re-checked",
+    "C007": "the episode metadata is missing or malformed",
+    "T001": "the task table is missing or malformed",
+    "T003": "data rows point at tasks that do not exist",
+    "T005": "duplicate task labels need merging and the data renumbered",
+    "I001": "not a LeRobot dataset",
+    "I002": "meta/info.json is not valid JSON",
+    "I008": "the path template needs a person (repair only rewrites video_path to a layout that holds the files)",
+    "G001": "statistics have to be recomputed",
+    "G002": "statistics have to be recomputed",
+    "G003": "statistics have to be recomputed",
+}
+
+
+def _hub_cache_root(root: Path) -> bool:
+    """True for a folder inside a huggingface_hub snapshot cache (files are symlinks into shared blobs)."""
+    parts = Path(root).absolute().parts
+    return "snapshots" in parts and any(p.startswith("datasets--") for p in parts)
+
+
+def cannot_run_reason(target: Target) -> str | None:
+    """Why repair must not touch ``target`` at all (unresolved; inside a hub snapshot cache), or None."""
+    if target.error or target.root is None:
+        return target.error or "the target could not be resolved"
+    if target.origin == "hub-cache" or _hub_cache_root(target.root):
+        return ("refusing to repair inside a huggingface_hub snapshot cache (its files are shared blobs); "
+                "copy the dataset out (snapshot_download(local_dir=...)) and repair the copy")
+    return None
+
+
+def plan_repair(target: Target, options: RepairOptions | None = None) -> RepairPlan:
+    """Validate ``target`` and plan the repairs of every repairable finding.
+
+    Args:
+        target: a resolved target (:func:`lerobot_tools.dataset.resolve_targets`).
+        options: repair options (``--only``, ``--drop-undeclared``, ``--move-files``).
+
+    Returns:
+        The plan; ``plan.cannot_run`` is set (and nothing planned) when the target is unresolved or lives in
+        a hub snapshot cache. Never raises for dataset problems.
+    """
+    options = options or RepairOptions()
+    plan = RepairPlan(target=target.spec, root=target.root)
+    plan.cannot_run = cannot_run_reason(target)
+    if plan.cannot_run:
+        return plan
+    report = validate_target(target, options.validate_options())
+    plan.before = report
+    plan.codebase_version = report.codebase_version
+    try:
+        ds = Dataset(target.root)
+    except DatasetError:
+        plan.dispositions = _dispositions(report.findings, [], [], options)
+        return plan
+    rc = fixes.RepairContext(ds, report, options)
+    for checks, fix in fixes.FIXES:
+        if not (any(rc.has(c) for c in checks) and any(options.selected(c) for c in checks)):
+            continue
+        if ds.layout is None and not set(checks) <= INFO_ONLY:
+            for c in checks:
+                rc.cannot(c, "codebase_version is unknown, so the file layout is unknown",
+                          "set codebase_version (I004), then rerun")
+            continue
+        try:
+            fix(rc)
+        except Exception as exc:  # a bug in one fix must not take down the plan (or the other datasets)
+            for c in checks:
+                rc.cannot(c, f"lrtool failed while planning this repair ({type(exc).__name__}: {exc}); please report it",
+                          _todo(c))
+    fixes.finalize(rc)
+    plan.repairs = rc.repairs
+    plan.unrepairable = rc.unrepairable
+    _changes(plan, rc)
+    plan.dispositions = _dispositions(report.findings, rc.repairs, rc.unrepairable, options)
+    return plan
+
+
+# ---------------------------------------------------------------------- concrete changes
+def dump_like(old_text: str, obj) -> str:
+    """Serialise ``obj`` as JSON in the style of ``old_text``: its indent (lerobot writes 4 spaces), whether
+    non-ASCII was escaped, and whether it ended with a newline. Key order is the dict's (unchanged keys stay
+    where they were)."""
+    lines = old_text.splitlines()
+    indent = None
+    if len(lines) > 1:
+        second = lines[1]
+        n = len(second) - len(second.lstrip(" "))
+        indent = n if n > 0 else ("\t" if second.startswith("\t") else None)
+    ascii_only = "\\u" in old_text and all(ord(c) < 128 for c in old_text)
+    text = json.dumps(obj, indent=indent, ensure_ascii=ascii_only)
+    if old_text.endswith("\n"):
+        text += "\n"
+    return text
+
+
+def keys_preserved(old, new, where: str = "") -> None:
+    """Raise ValueError when a key of a JSON object in ``old`` is missing at the same place in ``new``
+    (recursively through objects): repair never drops an info.json key, known or unknown."""
+    if isinstance(old, dict):
+        if not isinstance(new, dict):
+            raise ValueError(f"{where or 'top level'} is no longer an object")
+        for k, v in old.items():
+            if k not in new:
+                raise ValueError(f"key {where + '/' if where else ''}{k} was dropped")
+            if isinstance(v, dict):
+                keys_preserved(v, new[k], f"{where}/{k}" if where else k)
+
+
+def _changes(plan: RepairPlan, rc: fixes.RepairContext) -> None:
+    ds = rc.ds
+    root = ds.root
+    if rc.info != ds.info:
+        old_text = (root / INFO_PATH).read_text(encoding="utf-8")
+        new_text = dump_like(old_text, rc.info)
+        expected = json.loads(json.dumps(rc.info))
+        original = ds.info
+
+        def verify_info(text: str, expected=expected, original=original) -> None:
+            obj = json.loads(text)
+            if obj != expected:
+                raise ValueError("info.json does not read back as planned")
+            keys_preserved(original, obj)
+
+        checks = sorted({r.check for r in rc.repairs if INFO_PATH in r.files})
+        plan.text_changes.append(TextChange(INFO_PATH, old_text, new_text, checks, verify_info))
+    if rc.v2_task_lines:
+        old_text = (root / V2_TASKS_PATH).read_text(encoding="utf-8")
+        sep = "" if not old_text or old_text.endswith("\n") else "\n"
+        added = "".join(json.dumps({"task_index": i, "task": label}, ensure_ascii=False) + "\n"
+                        for i, label in rc.v2_task_lines)
+        new_text = old_text + sep + added
+
+        def verify_tasks(text: str, old_text=old_text, n=len(rc.v2_task_lines)) -> None:
+            if not text.startswith(old_text.rstrip("\n")):
+                raise ValueError("the existing task lines changed")
+            tail = [json.loads(line) for line in text[len(old_text):].splitlines() if line.strip()]
+            if len(tail) != n:
+                raise ValueError("the appended task lines do not read back")
+
+        plan.text_changes.append(TextChange(V2_TASKS_PATH, old_text, new_text, ["T002"], verify_tasks))
+    plan.tasks_rewrite = rc.tasks_rewrite
+    for rel in sorted(rc.parquet):
+        change = rc.parquet[rel]
+        if change.ops or change.hf_features is not None:
+            plan.parquet_changes.append(change)
+    plan.moves = list(rc.moves)
+
+
+# ---------------------------------------------------------------------- dispositions
+def _matches(subject, f: Finding) -> bool:
+    """A finding matches a subject (a substring of its message or group key; a tuple: any of them)."""
+    if subject is None:
+        return True
+    subjects = subject if isinstance(subject, tuple) else (subject,)
+    return any(s in f.message or s in (f.group or "") for s in subjects)
+
+
+def _dispositions(findings: list[Finding], repairs, unrepairable: list[Unrepairable],
+                  options: RepairOptions) -> list[Disposition]:
+    """Map each finding to what the plan does about it: not selected by --only; not repairable (a specific
+    reason from a fix, else the catalogue's); or the repair that fixes it."""
+    out = []
+    for f in findings:
+        if not options.selected(f.check):
+            out.append(Disposition(f, "not-selected", reason="not selected by --only"))
+            continue
+        u = next((u for u in unrepairable if u.check == f.check and _matches(u.subject, f)), None)
+        if u is not None:
+            out.append(Disposition(f, "not-repairable", reason=u.reason, todo=u.todo))
+            continue
+        r = next((r for r in repairs if r.check == f.check and _matches(r.subject, f)), None)
+        if r is None and f.check.startswith("S"):
+            # a schema finding fixed as a consequence of a declaration repair of the same column (I006, S002...)
+            r = next((r for r in repairs if r.subject is not None and _matches(r.subject, f)), None)
+        if r is not None:
+            out.append(Disposition(f, "repair", repair=r))
+            continue
+        out.append(Disposition(f, "not-repairable", reason=_default_reason(f.check), todo=_todo(f.check)))
+    return out
+
+
+def _default_reason(check: str) -> str:
+    if check.startswith("R"):
+        return "row-group layout is rewritten by `lrtool reshard`, not by repair"
+    if check.startswith("M"):
+        return "a mixture or target problem, not a problem of the dataset's files"
+    if check in NOT_MECHANICAL:
+        return NOT_MECHANICAL[check]
+    if check in REPAIRABLE:
+        return "no change found that fixes it without guessing"
+    return "not mechanical"
+
+
+def _todo(check: str) -> str:
+    try:
+        return catalogue.get(check).fix
+    except KeyError:
+        return "see `lrtool checks`"
