@@ -324,7 +324,8 @@ _CHECKS = [
           "Without it, readers cannot skip pages inside a row group for filtered or random reads.",
           "`lrtool reshard` writes it."),
     Check("R004", "uneven-shards", WARNING, "The shard count does not divide evenly across ranks.",
-          "With --world-size N: files and row groups against N.",
+          "With --world-size N: files (the streaming shard unit of datasets) and row groups (the unit after "
+          "IterableDataset.reshard()) against N.",
           "datasets' split_dataset_by_node falls back to every rank reading every shard and keeping one example "
           "in N: N times the I/O.",
           "`lrtool reshard` (one row group per episode) or choose a world size that divides the shard count."),

@@ -1,8 +1,9 @@
 """Family R: row-group layout of the data parquet (repaired by ``lrtool reshard``).
 
 Sources: lerobot-format §11 (the native writer emits one row group per episode, no page index),
-pitfalls E2; datasets ``split_dataset_by_node`` (shards must divide the world size or every rank reads
-every shard).
+pitfalls E2; datasets 5.2 ``split_dataset_by_node`` (shards must divide the world size or every rank reads
+every shard; a streaming parquet dataset has one shard per file, one per row group after
+``IterableDataset.reshard()``).
 """
 
 from __future__ import annotations
@@ -56,11 +57,14 @@ def run(ctx: CheckContext) -> None:
     ws = ctx.options.world_size
     if ws:
         n_files = len(ctx.footers)
+        # datasets 5.2: load_dataset("parquet", streaming=True) has one shard per file;
+        # IterableDataset.reshard() makes one shard per row group
         if n_files % ws and total_groups % ws:
             ctx.emit("R004", f"{n_files} file(s) and {total_groups} row group(s) do not divide evenly across "
                      f"world size {ws}: split_dataset_by_node would make every rank read every shard")
         elif n_files % ws:
-            ctx.emit("R004", f"{n_files} file(s) do not divide across world size {ws} (the {total_groups} row groups do: "
-                     "shard by row group)", severity="info")
+            ctx.emit("R004", f"{n_files} file(s) (the streaming shard unit) do not divide across world size {ws}; "
+                     f"the {total_groups} row groups do, so call IterableDataset.reshard() before "
+                     "split_dataset_by_node", severity="info")
     elif ctx.enabled("R004"):
         ctx.skip("R004", "--world-size not given")
