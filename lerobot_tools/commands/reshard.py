@@ -1,0 +1,56 @@
+"""``lrtool reshard``: parse options, call :mod:`lerobot_tools.reshard`, report, exit."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from lerobot_tools.commands._common import fail, format_option, jobs_option
+from lerobot_tools.errors import LrtoolError
+
+
+@click.command()
+@click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
+@click.option("--row-group-mb", type=click.FloatRange(min=0, min_open=True), default=32.0, show_default=True,
+              help="Row-group size limit (MiB, uncompressed); larger episodes are split into consecutive groups.")
+@click.option("--compression", type=click.Choice(["keep", "zstd", "snappy"]), default="keep", show_default=True,
+              help="keep = the codec each column already uses.")
+@click.option("--dry-run", is_flag=True, help="Print the planned layout (row groups before/after per file); write nothing.")
+@jobs_option
+@click.option("--world-size", type=click.IntRange(min=1), default=None,
+              help="Report whether the resulting shard count divides evenly across N ranks.")
+@format_option
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on a terminal).")
+def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, progress):
+    """Rewrite data parquet into page-indexed row groups, one episode per row group.
+
+    TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches, or a
+    mixture file. Files already episode-aligned, within --row-group-mb and page-indexed are skipped.
+    Each rewrite goes to a temporary file in the same folder, is verified against the original
+    (rows, schema and metadata, every column's values) and then atomically replaces it; file names,
+    row order and metadata stay the same. Killed at any moment, every file is either its original
+    or its complete, verified rewrite; the next run removes the temporary files and finishes.
+
+    Exit status: 0 every file resharded or already conforming, 1 a file or dataset failed (it is
+    left untouched; the others are still processed), 2 the tool could not run.
+    """
+    from lerobot_tools.reshard import ReshardOptions, errors, exit_status, render_json, render_text
+    from lerobot_tools.reshard import reshard as run_reshard
+
+    options = ReshardOptions(row_group_mb=row_group_mb, compression=compression, dry_run=dry_run,
+                             world_size=world_size)
+    try:
+        run = run_reshard(targets, options, jobs=jobs, progress=progress)
+    except LrtoolError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted: each data file is either its original or its complete, verified rewrite; "
+             "run again to finish", status=130)
+    if fmt == "json":
+        render_json(run, sys.stdout)
+        for line in errors(run):
+            click.echo(f"lrtool: error: {line}", err=True)
+    else:
+        render_text(run, sys.stdout)
+    sys.exit(exit_status(run))
