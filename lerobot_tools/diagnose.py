@@ -27,10 +27,8 @@ undecodable; else 0. NVDEC "not decodable" verdicts are warnings (the data still
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -567,32 +565,9 @@ def probe_targets(targets: list[Target], all_files: bool = False, jobs: int = 1,
 
     Workers are forked (where available) before torch is imported by the later phases.
     """
-    from concurrent.futures import ProcessPoolExecutor
+    from lerobot_tools._parallel import map_ordered
 
-    from tqdm import tqdm
-
-    if jobs == 0:
-        jobs = os.cpu_count() or 1
-    work = [(t, all_files) for t in targets]
-    show = progress if progress is not None else (len(work) > 1 and sys.stderr.isatty())
-    bar = tqdm(total=len(work), desc="probe", unit="dataset", file=sys.stderr, disable=not show, leave=False)
-    out: list[DatasetDiagnosis] = []
-    try:
-        if jobs > 1 and len(work) > 1:
-            import multiprocessing as mp
-
-            ctx = mp.get_context("fork") if hasattr(os, "fork") else None
-            with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
-                for dd in pool.map(_probe_one, work, chunksize=max(1, len(work) // (jobs * 8))):
-                    out.append(dd)
-                    bar.update(1)
-        else:
-            for item in work:
-                out.append(_probe_one(item))
-                bar.update(1)
-    finally:
-        bar.close()
-    return out
+    return map_ordered(_probe_one, [(t, all_files) for t in targets], jobs=jobs, desc="probe", progress=progress)
 
 
 # ----------------------------------------------------------------------------------------------

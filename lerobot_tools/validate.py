@@ -9,9 +9,6 @@ Library entry points behind ``lrtool validate``:
 
 from __future__ import annotations
 
-import os
-import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable
 
@@ -49,31 +46,10 @@ def validate_resolved(targets: list[Target], options: ValidateOptions | None = N
         jobs: worker processes (1 = in this process; 0 = one per CPU).
         progress: show a tqdm bar on stderr (None = only for several targets on a terminal).
     """
-    from tqdm import tqdm
+    from lerobot_tools._parallel import map_ordered
 
     options = options or ValidateOptions()
-    if jobs == 0:
-        jobs = os.cpu_count() or 1
-    show = progress if progress is not None else (len(targets) > 1 and sys.stderr.isatty())
-    work = [(t, options) for t in targets]
-    bar = tqdm(total=len(work), desc="validate", unit="dataset", file=sys.stderr, disable=not show, leave=False)
-    out: list[DatasetReport] = []
-    try:
-        if jobs > 1 and len(work) > 1:
-            import multiprocessing as mp
-
-            ctx = mp.get_context("fork") if hasattr(os, "fork") else None
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-                for rep in pool.map(_validate_one, work, chunksize=max(1, len(work) // (jobs * 8))):
-                    out.append(rep)
-                    bar.update(1)
-        else:
-            for item in work:
-                out.append(_validate_one(item))
-                bar.update(1)
-    finally:
-        bar.close()
-    return out
+    return map_ordered(_validate_one, [(t, options) for t in targets], jobs=jobs, desc="validate", progress=progress)
 
 
 def validate(target_args: Iterable[str], options: ValidateOptions | None = None, *, jobs: int = 1,

@@ -62,7 +62,7 @@ def names_problem(name: str, feat: dict) -> tuple[str, bool] | None:
     if isinstance(names, dict):
         lists = [v for v in names.values() if isinstance(v, list)]
         if len(lists) != len(names):
-            return f"names is a dict whose values are not all lists", False
+            return "names is a dict whose values are not all lists", False
         if camera or any(len(v) == expected for v in lists) or sum(len(v) for v in lists) == expected:
             return None
         return f"names lists have {[len(v) for v in lists]} entries, expected {what}", False
