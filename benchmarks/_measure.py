@@ -34,3 +34,17 @@ def measure(cmd: list[str], *, env: dict | None = None, quiet: bool = True) -> t
 def lrtool(*args: str) -> list[str]:
     """The command line running lrtool with this interpreter."""
     return [sys.executable, "-m", "lerobot_tools", *args]
+
+
+def median_ms(fn, repeat: int) -> float:
+    """Median wall time of ``fn()`` over ``repeat`` calls after one warm-up call (page cache, lazy imports), in ms."""
+    import statistics
+    import time
+
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000

@@ -28,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import videoclips  # noqa: E402  (the tests' clip encoder: system ffmpeg + testsrc2)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import median_ms  # noqa: E402
 
 from lerobot_tools.video.probe import probe_video  # noqa: E402
 
@@ -40,15 +42,6 @@ CLIPS = {
     "mpeg4_420p8": dict(codec="mpeg4", pix_fmt="yuv420p"),
 }
 
-
-def median_ms(fn, repeat: int) -> float:
-    fn()  # warm-up: page cache, lazy imports
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000
 
 
 def seq_fps_pyav(path: Path) -> float:
