@@ -1,0 +1,705 @@
+"""``FrameDataset``: a map-style torch dataset of the frames of a LeRobot dataset (v2.0, v2.1, v3.0).
+
+How it reads (lerobot-format §§6, 10.3, 14; pitfalls C7, D3, D9, I3):
+
+* **Rows.** The data parquet files holding the selected episodes go, in sorted path order (the order the
+  episode metadata implies, §6), through ``datasets.load_dataset("parquet", data_files=[...])``. The Arrow
+  cache it writes is memory-mapped, so resident pages are file-backed and the process's anonymous memory
+  does not grow with the data. One pass over the ``episode_index`` column (8 bytes a row) finds the row
+  range of every episode; the index then maps sample ``i`` -> (selected episode, frame) -> Arrow row with
+  O(episodes) memory. Rows of an episode that are missing, split or miscounted raise
+  :class:`~lerobot_tools.errors.DatasetError` naming the data file instead of returning another
+  episode's rows.
+* **Episode subsets.** ``episodes=[5, 2, 9]`` (unsorted, sparse) selects those episodes; samples are ordered
+  by ascending episode index (as lerobot v3 and OpenTau do), and every sample is taken from the rows of
+  its own episode, never through ``episode_index`` arithmetic (pitfalls C7: lerobot <= 0.3 indexed by
+  episode id and returned wrong rows for non-contiguous subsets).
+* **Windows.** ``delta_timestamps={"action": [0.0, 0.1, 0.2]}`` returns, for that key, the rows at those
+  offsets (seconds, multiples of 1/fps within ``tolerance_s``), clamped to the episode, stacked on a new
+  first axis, plus a ``<key>_is_pad`` bool mask that is True where the offset fell outside the episode.
+* **Video.** Each video key is decoded with torchcodec at the time inside its mp4: v2.x ``timestamp``;
+  v3.0 ``from_timestamp + timestamp`` (for windows, the timestamps of the clamped rows), within
+  ``tolerance_s``, through a bounded per-process LRU of open decoders (:mod:`.video`).
+* **Tasks.** ``task`` is the label of the row's ``task_index`` in the task table. A label an episode lists
+  that the task table lacks, or a ``task_index`` with no row, is tolerated: one warning per dataset and
+  problem (de-duplicated across samples, DataLoader workers and dataset objects: a 392-dataset run logged
+  ~3000 copies before OpenTau de-duplicated, pitfalls I3), and the samples concerned carry no ``task`` key.
+
+torch, torchcodec and datasets are imported by this module; ``import lerobot_tools`` never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from lerobot_tools.dataset.model import Dataset, Episode
+from lerobot_tools.errors import DatasetError
+from lerobot_tools.loaders.video import DecoderCache, DecoderStats, FrameTimestampError, VideoDecodeError
+
+__all__ = ["FrameDataset", "LoaderWarning", "collate_frames", "FrameTimestampError", "VideoDecodeError"]
+
+#: torch dtype of each ``info.json`` numeric dtype (lerobot-format §5.1).
+TORCH_DTYPES = {
+    "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
+    "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
+    "uint8": torch.uint8, "bool": torch.bool,
+}
+
+
+class LoaderWarning(UserWarning):
+    """A data problem the loaders tolerate (e.g. a task label missing from the task table)."""
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(key: str, message: str, seen: set[str]) -> None:
+    """Emit ``message`` once per process for ``key`` (and never again from objects that carry ``seen``)."""
+    if key in _WARNED or key in seen:
+        seen.add(key)
+        return
+    _WARNED.add(key)
+    seen.add(key)
+    warnings.warn(message, LoaderWarning, stacklevel=3)
+
+
+class FrameDataset(torch.utils.data.Dataset):
+    """Map-style dataset of the frames of one LeRobot dataset (v2.0/v2.1/v3.0), for a torch DataLoader.
+
+    Args:
+        root: dataset folder (holding ``meta/info.json``) or an open :class:`~lerobot_tools.dataset.Dataset`.
+        episodes: episode indices to load (any order, duplicates ignored); None = every episode of the
+            episode metadata. Samples follow ascending episode index.
+        delta_timestamps: ``{key: [offset_s, ...]}``: for each key (a data column or a video key), return a
+            window of frames at these offsets in seconds relative to the sample's frame, and
+            ``<key>_is_pad``. Offsets must be multiples of ``1/fps`` within ``tolerance_s``.
+        tolerance_s: seconds; largest accepted gap between a queried time and the decoded frame's pts
+            (lerobot default 1e-4) and between an offset and a multiple of 1/fps.
+        decode_video: False skips video keys entirely (samples carry only the parquet columns).
+        frames_dtype: ``"float32"`` (lerobot's convention: values in [0, 1]) or ``"uint8"`` (0-255).
+        cache_dir: folder of the ``datasets`` Arrow cache; None = the datasets default
+            (``$HF_DATASETS_CACHE``, ``~/.cache/huggingface/datasets``).
+        decoder_cache_size: most video decoders open at once per process; None =
+            ``$LEROBOT_VIDEO_DECODER_CACHE_SIZE`` or 32.
+        progress: show the ``datasets`` progress bars while the Arrow cache is built.
+        max_mapped_mb: bound (MB, per process) on the growth of file-backed RSS from reading the
+            memory-mapped Arrow cache; None = no bound. Linux maps already-cached file pages around every
+            page fault (64 KiB "fault-around", or a whole large folio of up to 2 MiB), so random reads of
+            small rows map the whole file within a few thousand samples and RSS grows to the data size in
+            every DataLoader worker. When file-backed RSS (``/proc/self/statm``) has grown by this much,
+            the mappings of the cache files are dropped with ``madvise(MADV_DONTNEED)``: the page cache
+            keeps the data, the next read re-maps it with a minor fault. Only read-only mappings of this
+            dataset's own cache files are touched. Linux only (elsewhere the bound is ignored).
+
+    Sample (``dataset[i]``), a dict:
+        * each data column: ``torch.Tensor`` of the declared dtype; shape ``()`` for a scalar column
+          (declared shape ``[1]``: ``timestamp`` float32 seconds since the episode start, ``frame_index``,
+          ``episode_index``, ``index``, ``task_index`` int64), else the declared shape (``action``
+          float32 ``(6,)``); string columns give ``str``.
+        * each video key (and ``dtype: image`` column): ``(C, H, W)`` float32 in [0, 1] (or uint8),
+          the frame shown at the row's time.
+        * each key of ``delta_timestamps``: a new first axis of length ``len(offsets)`` (``(T, *shape)``
+          or ``(T, C, H, W)``), and ``<key>_is_pad``: bool ``(T,)``, True where the offset falls outside
+          the episode (the value there repeats the episode's first/last frame).
+        * ``task``: ``str``, absent when the task cannot be resolved (see module docstring).
+
+    Attributes:
+        meta: the :class:`~lerobot_tools.dataset.Dataset`.
+        fps: frames per second (float).
+        episodes: selected episode indices, ascending (list of int).
+        episode_lengths: int64 array ``(E,)``: frames of each selected episode.
+        episode_starts: int64 array ``(E,)``: dataset index of each selected episode's first frame.
+        num_frames: ``len(self)``.
+        hf_dataset: the memory-mapped ``datasets.Dataset`` of the loaded data files.
+        delta_indices: ``{key: int64 array of frame offsets}``.
+
+    Raises:
+        DatasetError: the dataset cannot be loaded this way (missing/unreadable data or metadata files,
+            unknown episodes, rows of an episode missing or out of order, a bad ``delta_timestamps`` key).
+            The message is one line naming the file.
+        ValueError: bad arguments (``frames_dtype``, offsets not multiples of 1/fps).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike | Dataset,
+        *,
+        episodes: Iterable[int] | None = None,
+        delta_timestamps: Mapping[str, Sequence[float]] | None = None,
+        tolerance_s: float = 1e-4,
+        decode_video: bool = True,
+        frames_dtype: str = "float32",
+        cache_dir: str | os.PathLike | None = None,
+        decoder_cache_size: int | None = None,
+        progress: bool = False,
+        max_mapped_mb: float | None = 128.0,
+    ):
+        self.meta = root if isinstance(root, Dataset) else Dataset(root)
+        self.root = self.meta.root
+        if self.meta.layout not in ("v2", "v3"):
+            raise DatasetError(f"unsupported codebase_version {self.meta.codebase_version!r}", "meta/info.json")
+        if self.meta.fps is None:
+            raise DatasetError("fps is missing or not a positive number", "meta/info.json")
+        if frames_dtype not in ("float32", "uint8"):
+            raise ValueError(f"frames_dtype must be 'float32' or 'uint8', got {frames_dtype!r}")
+        self.fps = float(self.meta.fps)
+        self.tolerance_s = float(tolerance_s)
+        self.frames_dtype = frames_dtype
+        self.decode_video = bool(decode_video)
+        self.features = self.meta.features
+        self._seen_warnings: set[str] = set()
+
+        by_index: dict[int, Episode] = {}
+        for ep in self.meta.episodes:
+            if ep.episode_index in by_index:
+                raise DatasetError(f"episode {ep.episode_index} appears twice in the episode metadata", ep.source)
+            by_index[ep.episode_index] = ep
+        if episodes is None:
+            selected = sorted(by_index)
+        else:
+            selected = sorted({int(e) for e in episodes})
+            unknown = [e for e in selected if e not in by_index]
+            if unknown:
+                shown = ", ".join(map(str, unknown[:5])) + (" ..." if len(unknown) > 5 else "")
+                raise DatasetError(f"requested episode(s) {shown} are not in the episode metadata "
+                                   f"({len(by_index)} episodes)", self.root)
+        if not selected:
+            raise DatasetError("no episodes to load (the episode metadata is empty)", self.root)
+        self.episodes: list[int] = selected
+        self._ep_meta = [by_index[e] for e in selected]
+
+        # ------------------------------------------------------------ rows
+        files = self._data_files_of(self._ep_meta)
+        self._file_of_episode = files
+        data_files = sorted(set(files.values()))
+        for rel in data_files:
+            if not self.meta.path(rel).is_file():
+                raise DatasetError("data file is missing", rel)
+        self.data_files = data_files
+        self.hf_dataset = _load_parquet([str(self.meta.path(r)) for r in data_files], cache_dir, progress, self.root)
+        self._columns = list(self.hf_dataset.column_names)
+        if "episode_index" not in self._columns:
+            raise DatasetError("the data parquet has no episode_index column", data_files[0])
+        runs, task_indices = _scan_rows(self.hf_dataset, max_runs=4 * len(by_index) + 64, where=data_files[0])
+        lengths = np.empty(len(selected), dtype=np.int64)
+        row_starts = np.empty(len(selected), dtype=np.int64)
+        for k, ep in enumerate(self._ep_meta):
+            found = runs.get(ep.episode_index)
+            rel = files[ep.episode_index]
+            if not found:
+                raise DatasetError(f"episode {ep.episode_index} has no rows", rel)
+            if len(found) > 1:
+                raise DatasetError(f"rows of episode {ep.episode_index} are not contiguous "
+                                   f"({len(found)} separate runs): data rows are not ordered by episode", rel)
+            start, n = found[0]
+            if ep.length is not None and ep.length != n:
+                raise DatasetError(f"episode {ep.episode_index} has {n} rows but the episode metadata says "
+                                   f"length {ep.length}", rel)
+            lengths[k], row_starts[k] = n, start
+        self.episode_lengths = lengths
+        self.episode_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        self._row_starts = row_starts
+        self.num_frames = int(lengths.sum())
+        self._arrow = self.hf_dataset.with_format("arrow")
+        self._mapped_limit = None if max_mapped_mb is None else int(max_mapped_mb * 2**20)
+        self._mapped_base: tuple[int, int] | None = None  # (pid, file-backed resident bytes after the last trim)
+
+        # ------------------------------------------------------------ tasks
+        self._task_labels, self._taskless_episodes = self._resolve_tasks(task_indices)
+
+        # ------------------------------------------------------------ video
+        self.video_keys = [k for k in self.meta.video_keys] if self.decode_video else []
+        self._video_paths: dict[str, list[tuple[str, str]]] = {}
+        self._video_file_id: dict[str, np.ndarray] = {}
+        self._video_from: dict[str, np.ndarray] = {}
+        if self.video_keys and "timestamp" not in self._columns:
+            raise DatasetError("the data parquet has no timestamp column, needed to locate video frames",
+                               data_files[0])
+        for key in self.video_keys:
+            self._index_videos(key)
+        self._decoders = DecoderCache(decoder_cache_size)
+        if self.video_keys:
+            import torchcodec.decoders  # noqa: F401  (~1 s; imported once here, inherited by forked workers)
+        self._image_cols = [c for c in self._columns if self.features.get(c, {}).get("dtype") == "image"]
+
+        # ------------------------------------------------------------ windows
+        self.delta_timestamps = {k: [float(x) for x in v] for k, v in (delta_timestamps or {}).items()}
+        self.delta_indices: dict[str, np.ndarray] = {}
+        for key, offsets in self.delta_timestamps.items():
+            if key not in self._columns and key not in self.meta.video_keys:
+                raise DatasetError(f"delta_timestamps key {key!r} is neither a data column nor a video key",
+                                   "meta/info.json")
+            if not offsets:
+                raise ValueError(f"delta_timestamps[{key!r}] is empty")
+            idx = []
+            for d in offsets:
+                k = round(d * self.fps)
+                if abs(d - k / self.fps) > self.tolerance_s:
+                    raise ValueError(f"delta_timestamps[{key!r}] offset {d} s is not a multiple of 1/fps "
+                                     f"(fps {self.fps:g}) within tolerance_s={self.tolerance_s:g}")
+                idx.append(k)
+            self.delta_indices[key] = np.asarray(idx, dtype=np.int64)
+        self._window_cols = sorted({k for k in self.delta_indices if k in self._columns}
+                                   | ({"timestamp"} if any(k in self.video_keys for k in self.delta_indices) else set()))
+        self._arrow_window = (self.hf_dataset.select_columns(self._window_cols).with_format("arrow")
+                              if self._window_cols else None)
+
+    # ================================================================ construction helpers
+    def _data_files_of(self, eps: list[Episode]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for ep in eps:
+            if self.meta.layout == "v3":
+                if ep.data_chunk is None or ep.data_file is None:
+                    raise DatasetError(f"episode {ep.episode_index} has no data/chunk_index or data/file_index",
+                                       ep.source)
+                out[ep.episode_index] = self.meta.format_data_path(chunk_index=ep.data_chunk, file_index=ep.data_file)
+            else:
+                out[ep.episode_index] = self.meta.format_data_path(episode_index=ep.episode_index)
+        return out
+
+    def _resolve_tasks(self, task_indices: set[int]) -> tuple[dict[int, str], set[int]]:
+        tag = str(self.root)
+        try:
+            table = self.meta.tasks
+        except DatasetError as exc:
+            _warn_once(f"{tag}|tasks-file", f"{self.root}: {exc}; samples carry no task", self._seen_warnings)
+            return {}, set()
+        labels = table.by_index
+        label_set = set(labels.values())
+        taskless: set[int] = set()
+        missing_labels: dict[str, list[int]] = {}
+        for ep in self._ep_meta:
+            for t in ep.tasks:
+                ok = (t in labels) if isinstance(t, int) and not isinstance(t, bool) else (t in label_set)
+                if not ok:
+                    taskless.add(ep.episode_index)
+                    missing_labels.setdefault(str(t), []).append(ep.episode_index)
+        for label, eps in sorted(missing_labels.items()):
+            shown = ", ".join(map(str, eps[:5])) + (f" and {len(eps) - 5} more" if len(eps) > 5 else "")
+            _warn_once(f"{tag}|label|{label}",
+                       f"{self.root}: task {label!r} listed by episode(s) {shown} is missing from {table.path}; "
+                       "their samples carry no task", self._seen_warnings)
+        unknown = sorted(i for i in task_indices if i not in labels)
+        if unknown:
+            shown = ", ".join(map(str, unknown[:5])) + (" ..." if len(unknown) > 5 else "")
+            _warn_once(f"{tag}|task_index|{shown}",
+                       f"{self.root}: data rows carry task_index {shown} with no row in {table.path} "
+                       f"({len(labels)} tasks); those samples carry no task", self._seen_warnings)
+        return labels, taskless
+
+    def _index_videos(self, key: str) -> None:
+        paths: list[tuple[str, str]] = []
+        ids: dict[str, int] = {}
+        file_id = np.empty(len(self._ep_meta), dtype=np.int32)
+        start = np.zeros(len(self._ep_meta), dtype=np.float64)
+        for k, ep in enumerate(self._ep_meta):
+            if self.meta.layout == "v3":
+                seg = ep.videos.get(key)
+                if seg is None or seg.chunk_index is None or seg.file_index is None:
+                    raise DatasetError(f"episode {ep.episode_index} has no videos/{key}/chunk_index or file_index",
+                                       ep.source)
+                if seg.from_timestamp is None:
+                    raise DatasetError(f"episode {ep.episode_index} has no videos/{key}/from_timestamp", ep.source)
+                rel = self.meta.format_video_path(key, chunk_index=seg.chunk_index, file_index=seg.file_index)
+                start[k] = seg.from_timestamp
+            else:
+                rel = self.meta.format_video_path(key, episode_index=ep.episode_index)
+            if rel not in ids:
+                ids[rel] = len(paths)
+                paths.append((str(self.meta.path(rel)), rel))
+            file_id[k] = ids[rel]
+        for abs_path, rel in paths:
+            if not Path(abs_path).is_file():
+                raise DatasetError("video file is missing", rel)
+        self._video_paths[key] = paths
+        self._video_file_id[key] = file_id
+        self._video_from[key] = start
+
+    # ================================================================ index arithmetic
+    def __len__(self) -> int:
+        return self.num_frames
+
+    def _segments(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if indices.size and (indices.min() < 0 or indices.max() >= self.num_frames):
+            bad = int(indices.min() if indices.min() < 0 else indices.max())
+            raise IndexError(f"frame index {bad} out of range for a dataset of {self.num_frames} frames")
+        seg = np.searchsorted(self.episode_starts, indices, side="right") - 1
+        return seg, indices - self.episode_starts[seg]
+
+    def locate(self, indices: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(episode_index, frame_index)`` int64 arrays of dataset indices, without reading any row."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        seg, frame = self._segments(idx)
+        return np.asarray(self.episodes, dtype=np.int64)[seg], frame
+
+    @property
+    def decoder_stats(self) -> DecoderStats:
+        """Counters of this process's video decoder cache (opens, hits, evictions, frames)."""
+        self._decoders._check_pid()
+        return self._decoders.stats
+
+    def item_spec(self) -> dict[str, tuple[str, tuple[int, ...]]]:
+        """What a sample holds according to ``info.json``: ``{key: (dtype, shape)}``.
+
+        ``dtype`` is a torch dtype name (``"float32"``), ``"string"`` or ``"bool"``; shapes follow the
+        sample description of the class (``()`` for declared ``[1]`` scalars, ``(C, H, W)`` for frames,
+        a leading window axis for ``delta_timestamps`` keys). Used by ``lrtool smoke`` to check samples.
+        """
+        spec: dict[str, tuple[str, tuple[int, ...]]] = {}
+        for name in self._columns + self.video_keys:
+            ft = self.features.get(name)
+            if ft is None:
+                continue
+            dtype, shape = ft.get("dtype"), [int(s) for s in ft.get("shape") or []]
+            if dtype in ("video", "image"):
+                names = ft.get("names") or []
+                if len(shape) == 3 and list(names)[:1] in (["channels"], ["channel"]):
+                    c, h, w = shape
+                else:
+                    h, w, c = shape if len(shape) == 3 else (0, 0, 0)
+                spec[name] = (self.frames_dtype, (c, h, w))
+            elif dtype == "string":
+                spec[name] = ("string", ())
+            else:
+                spec[name] = (dtype, () if shape == [1] else tuple(shape))
+            if name in self.delta_indices:
+                d, s = spec[name]
+                spec[name] = (d, (len(self.delta_indices[name]),) + s)
+                spec[f"{name}_is_pad"] = ("bool", (len(self.delta_indices[name]),))
+        return spec
+
+    # ================================================================ samples
+    def __getitem__(self, idx: int) -> dict[str, Any]:
+        i = int(idx)
+        if i < 0:
+            i += self.num_frames
+        return self._fetch(np.asarray([i], dtype=np.int64))[0]
+
+    def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """Batched fetch (used by the DataLoader): one Arrow gather and one decode call per video file."""
+        idx = np.asarray([int(i) for i in indices], dtype=np.int64)
+        idx = np.where(idx < 0, idx + self.num_frames, idx)
+        return self._fetch(idx)
+
+    def _fetch(self, idx: np.ndarray) -> list[dict[str, Any]]:
+        n = len(idx)
+        seg, frame = self._segments(idx)
+        rows = self._row_starts[seg] + frame
+        table = self._arrow[rows.tolist()]
+        out: list[dict[str, Any]] = [dict() for _ in range(n)]
+        eps = np.asarray(self.episodes, dtype=np.int64)[seg]
+        got_eps = table.column("episode_index").to_numpy()
+        if not np.array_equal(got_eps, eps):  # cannot happen unless the files changed under us
+            bad = int(np.flatnonzero(got_eps != eps)[0])
+            raise DatasetError(f"row {int(rows[bad])} belongs to episode {int(got_eps[bad])}, expected episode "
+                               f"{int(eps[bad])} (the data files changed since the dataset was opened)",
+                               self._file_of_episode[int(eps[bad])])
+        values = {c: self._convert(c, table.column(c), n) for c in self._columns
+                  if c not in self.delta_indices}
+
+        # windows of data columns (and timestamps for video windows)
+        window_vals: dict[str, Any] = {}
+        pads: dict[str, torch.Tensor] = {}
+        wrows: dict[str, np.ndarray] = {}
+        for key, offs in self.delta_indices.items():
+            raw = frame[:, None] + offs[None, :]
+            length = self.episode_lengths[seg][:, None]
+            pads[key] = torch.from_numpy((raw < 0) | (raw >= length))
+            wrows[key] = self._row_starts[seg][:, None] + np.clip(raw, 0, length - 1)
+        if self._arrow_window is not None:
+            flat_rows = np.concatenate([wrows[k].ravel() for k in wrows])
+            wtable = self._arrow_window[flat_rows.tolist()]
+            pos = 0
+            for key in wrows:
+                m = wrows[key].size
+                part = wtable.slice(pos, m)
+                pos += m
+                T = wrows[key].shape[1]
+                if key in self._columns:
+                    window_vals[key] = _reshape_window(self._convert(key, part.column(key), m), n, T)
+                if key in self.video_keys:
+                    window_vals[("ts", key)] = part.column("timestamp").to_numpy().astype(np.float64).reshape(n, T)
+
+        self._bound_mapped()
+        frames = self._decode_videos(seg, table, window_vals) if self.video_keys else {}
+        labels = self._task_labels
+        task_idx = table.column("task_index").to_numpy() if "task_index" in self._columns else None
+        for j in range(n):
+            s = out[j]
+            for c, v in values.items():
+                s[c] = v[j]
+            for key in self.delta_indices:
+                if key in window_vals:
+                    s[key] = window_vals[key][j]
+                s[f"{key}_is_pad"] = pads[key][j]
+            for key, v in frames.items():
+                s[key] = v[j]
+            if task_idx is not None and int(eps[j]) not in self._taskless_episodes:
+                label = labels.get(int(task_idx[j]))
+                if label is not None:
+                    s["task"] = label
+        return out
+
+    def _convert(self, name: str, col: pa.ChunkedArray, n: int):
+        """Arrow column of ``n`` rows -> a per-row indexable: tensor ``(n, *shape)`` or list of str."""
+        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        t = arr.type
+        if name in self._image_cols:
+            return self._images(name, arr)
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return arr.to_pylist()
+        dims: list[int] = []
+        inner = arr
+        while pa.types.is_fixed_size_list(inner.type) or pa.types.is_list(inner.type) or pa.types.is_large_list(inner.type):
+            if pa.types.is_fixed_size_list(inner.type):
+                dims.append(inner.type.list_size)
+            else:
+                import pyarrow.compute as pc
+
+                lens = pc.list_value_length(inner).to_numpy(zero_copy_only=False)
+                if lens.size and (lens != lens[0]).any():
+                    raise DatasetError(f"column {name!r} holds lists of different lengths "
+                                       f"({sorted(set(lens.tolist()))[:5]}) where a fixed shape is declared",
+                                       self.data_files[0])
+                dims.append(int(lens[0]) if lens.size else 0)
+            inner = inner.flatten()
+        values = inner.to_numpy(zero_copy_only=False)
+        if values.dtype == object:
+            raise DatasetError(f"column {name!r} has type {t} which the loader cannot turn into a tensor",
+                               self.data_files[0])
+        values = values.reshape((n, *dims)) if dims else values
+        if not values.flags.writeable:
+            values = values.copy()
+        return torch.from_numpy(values)
+
+    def _images(self, name: str, arr: pa.Array) -> torch.Tensor:
+        """``dtype: image`` column (struct ``{bytes, path}``, PNG/JPEG) -> ``(n, C, H, W)`` frames."""
+        import io
+
+        import av
+
+        out = []
+        for row in arr.to_pylist():
+            data = row.get("bytes") if isinstance(row, dict) else None
+            if data is None and isinstance(row, dict) and row.get("path"):
+                data = self.meta.path(row["path"]).read_bytes()
+            if data is None:
+                raise DatasetError(f"image column {name!r} has a row with neither bytes nor path", self.data_files[0])
+            try:
+                with av.open(io.BytesIO(data)) as c:
+                    img = next(c.decode(video=0)).to_ndarray(format="rgb24")
+            except Exception as exc:
+                raise DatasetError(f"image column {name!r} holds bytes that cannot be decoded ({exc})",
+                                   self.data_files[0]) from None
+            out.append(torch.from_numpy(img).permute(2, 0, 1))
+        return self._frames_out(torch.stack(out))
+
+    def _frames_out(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        return x.to(torch.float32).div_(255.0) if self.frames_dtype == "float32" else x
+
+    def _decode_videos(self, seg: np.ndarray, table: pa.Table, window_vals: dict) -> dict[str, torch.Tensor]:
+        n = len(seg)
+        out: dict[str, torch.Tensor] = {}
+        for key in self.video_keys:
+            if key in self.delta_indices:
+                ts = window_vals[("ts", key)]
+            else:
+                ts = table.column("timestamp").to_numpy().astype(np.float64).reshape(n, 1)
+            T = ts.shape[1]
+            t_file = ts + self._video_from[key][seg][:, None]
+            fid = self._video_file_id[key][seg]
+            result: torch.Tensor | None = None
+            for f in np.unique(fid):
+                rows = np.flatnonzero(fid == f)
+                abs_path, rel = self._video_paths[key][int(f)]
+                q = t_file[rows].ravel().tolist()
+                eps = np.repeat(np.asarray(self.episodes, dtype=np.int64)[seg[rows]], T).tolist()
+                frames = self._decoders.decode_at(abs_path, q, self.tolerance_s, display=rel, episodes=eps)
+                if result is None:
+                    result = torch.empty((n, T) + tuple(frames.shape[1:]), dtype=frames.dtype)
+                result[torch.from_numpy(rows)] = frames.reshape((len(rows), T) + tuple(frames.shape[1:]))
+            assert result is not None
+            result = self._frames_out(result)
+            out[key] = result if key in self.delta_indices else result[:, 0]
+        return out
+
+    def _bound_mapped(self) -> None:
+        """Drop the cache mappings when this process's file-backed RSS grew by ``max_mapped_mb`` since the last drop.
+
+        File-backed RSS is read from ``/proc/self/statm`` (a few microseconds); it also counts shared
+        libraries, which are measured once in the base. The pages one row read maps vary from 4 KiB to a
+        whole large folio (up to 2 MiB on recent kernels), so the bound is measured, not estimated.
+        """
+        if self._mapped_limit is None:
+            return
+        now = _file_backed_rss()
+        if now is None:
+            return
+        pid = os.getpid()
+        if self._mapped_base is None or self._mapped_base[0] != pid:
+            self._mapped_base = (pid, now)
+            return
+        if now - self._mapped_base[1] >= self._mapped_limit:
+            self.release_mapped_pages()
+
+    def release_mapped_pages(self) -> int:
+        """Drop this process's page mappings of the Arrow cache files (``madvise(MADV_DONTNEED)``).
+
+        The data stay in the page cache and are re-mapped on the next read. Called automatically per
+        ``max_mapped_mb``. Returns the number of bytes of mappings released (0 when not on Linux).
+        """
+        files = {os.path.realpath(f["filename"]) for f in self.hf_dataset.cache_files}
+        released = _release_file_mappings(files)
+        now = _file_backed_rss()
+        self._mapped_base = None if now is None else (os.getpid(), now)
+        return released
+
+    def __repr__(self) -> str:
+        return (f"FrameDataset({str(self.root)!r}, {self.meta.codebase_version}, episodes={len(self.episodes)}, "
+                f"frames={self.num_frames}, video_keys={self.video_keys})")
+
+
+def _reshape_window(v, n: int, T: int):
+    if isinstance(v, list):
+        return [v[i * T:(i + 1) * T] for i in range(n)]
+    return v.reshape((n, T) + tuple(v.shape[1:]))
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _file_backed_rss() -> int | None:
+    """This process's resident file-backed + shared memory in bytes (``/proc/self/statm`` field 3), or None."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[2]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_MADV_DONTNEED = 4  # Linux <sys/mman.h>
+_libc = None
+
+
+def _release_file_mappings(files: set[str]) -> int:
+    """``madvise(MADV_DONTNEED)`` every read-only mapping of ``files`` in /proc/self/maps (Linux only).
+
+    Safe for read-only file mappings: later accesses re-read the pages from the page cache / the file
+    (madvise(2)). Returns the bytes of address space advised.
+    """
+    global _libc
+    if not files or not os.path.exists("/proc/self/maps"):
+        return 0
+    if _libc is None:
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        _libc.madvise.restype = ctypes.c_int
+    released = 0
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            parts = line.split(maxsplit=5)
+            if len(parts) < 6 or "w" in parts[1]:
+                continue
+            if parts[5].strip() not in files:
+                continue
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if _libc.madvise(lo, hi - lo, _MADV_DONTNEED) == 0:
+                released += hi - lo
+    return released
+
+
+def _load_parquet(files: list[str], cache_dir, progress: bool, root: Path):
+    """``datasets.load_dataset("parquet", data_files=files)`` (memory-mapped Arrow cache); one-line errors."""
+    import datasets
+
+    was_enabled = datasets.is_progress_bar_enabled()
+    if not progress:
+        datasets.disable_progress_bars()
+    try:
+        return datasets.load_dataset("parquet", data_files=files, split="train",
+                                     cache_dir=str(cache_dir) if cache_dir is not None else None)
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        first = text[0] if text else type(exc).__name__
+        raise DatasetError(f"datasets cannot load the data parquet files ({type(exc).__name__}: {first[:200]})",
+                           root) from None
+    finally:
+        if was_enabled and not progress:
+            datasets.enable_progress_bars()
+
+
+def _scan_rows(hf, max_runs: int, where: str) -> tuple[dict[int, list[tuple[int, int]]], set[int]]:
+    """One pass over ``episode_index`` (and ``task_index``): runs of equal episode and the task indices seen.
+
+    Memory is O(runs + chunk): the columns are read one Arrow chunk at a time from the memory map.
+
+    Returns:
+        ``{episode_index: [(first_row, n_rows), ...]}`` (one run per episode when rows are grouped) and the
+        set of distinct ``task_index`` values.
+
+    Raises:
+        DatasetError: more than ``max_runs`` runs (rows not grouped by episode).
+    """
+    import pyarrow.compute as pc
+
+    table = hf.data.table
+    runs: dict[int, list[tuple[int, int]]] = {}
+    cur_ep, cur_start, pos, nruns = None, 0, 0, 0
+    for chunk in table.column("episode_index").chunks:
+        a = chunk.to_numpy(zero_copy_only=False)
+        if a.size == 0:
+            continue
+        cuts = np.flatnonzero(a[1:] != a[:-1]) + 1
+        starts = np.concatenate([[0], cuts])
+        for s in starts.tolist():
+            ep = int(a[s])
+            if s == 0 and cur_ep == ep:
+                continue  # the run continues across the chunk boundary
+            if cur_ep is not None:
+                runs.setdefault(cur_ep, []).append((cur_start, pos + s - cur_start))
+                nruns += 1
+                if nruns > max_runs:
+                    raise DatasetError("data rows are not grouped by episode (thousands of episode_index runs)", where)
+            cur_ep, cur_start = ep, pos + s
+        pos += a.size
+    if cur_ep is not None:
+        runs.setdefault(cur_ep, []).append((cur_start, pos - cur_start))
+    tasks: set[int] = set()
+    if "task_index" in table.column_names:
+        for chunk in table.column("task_index").chunks:
+            tasks.update(int(x) for x in pc.unique(chunk).to_pylist() if x is not None)
+    return runs, tasks
+
+
+def collate_frames(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Collate samples like ``torch.utils.data.default_collate``, tolerating keys some samples lack.
+
+    Tensors are stacked on a new first axis (batch ``B``), strings become lists. A key missing from
+    some samples (``task`` when a label cannot be resolved) becomes a list with None in their place,
+    instead of the ``KeyError`` default_collate raises.
+    """
+    from torch.utils.data import default_collate
+
+    keys: list[str] = []
+    for s in samples:
+        for k in s:
+            if k not in keys:
+                keys.append(k)
+    out: dict[str, Any] = {}
+    for k in keys:
+        vals = [s.get(k) for s in samples]
+        if any(v is None for v in vals):
+            out[k] = vals
+        else:
+            out[k] = default_collate(vals)
+    return out
