@@ -254,10 +254,10 @@ def test_synth_repos_subsets_and_pagination(tmp_path, clock):
     """Bigger repos from lerobot_tools.synth: v3.0 with 8 data files and v2.1 with 30 episodes."""
     from lerobot_tools.synth import SynthSpec, build_dataset
 
-    v30 = build_dataset(tmp_path / "s30", SynthSpec(version="v3.0", episode_lengths=[5] * 24, video_keys=(),
-                                                    video_codec=None, episodes_per_file=3)) or tmp_path / "s30"
-    v21 = build_dataset(tmp_path / "s21", SynthSpec(version="v2.1", episode_lengths=[4] * 30, video_keys=(),
-                                                    video_codec=None)) or tmp_path / "s21"
+    build_dataset(tmp_path / "s30", SynthSpec(version="v3.0", episode_lengths=[5] * 24, video_keys=(),
+                                              video_codec=None, episodes_per_file=3))
+    build_dataset(tmp_path / "s21", SynthSpec(version="v2.1", episode_lengths=[4] * 30, video_keys=(),
+                                              video_codec=None))
     f30, f21 = read_folder(tmp_path / "s30"), read_folder(tmp_path / "s21")
     root = tmp_path / "out"
     with HubServer(page_size=7) as srv:

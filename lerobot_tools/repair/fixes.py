@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Callable
 
 from lerobot_tools.checks.info import names_problem
@@ -150,6 +150,19 @@ class RepairContext:
         return out
 
 
+
+def _lengths_over_files(rc: "RepairContext", name: str, files: list[str]) -> set[int] | None:
+    """Distinct row lengths of list column ``name`` over ``files`` (None when a file cannot be read)."""
+    from lerobot_tools.repair.parquet import distinct_list_lengths
+
+    seen: set[int] = set()
+    for rel in files:
+        got = distinct_list_lengths(rc.ds.path(rel), name)
+        if got is None:
+            return None
+        seen |= got
+    return seen
+
 def _subject(name: str) -> str:
     return f"column {name!r}"
 
@@ -210,8 +223,6 @@ def fix_feature_invalid(rc: RepairContext) -> None:
     """I006: a non-camera feature whose dtype is unknown or whose shape is malformed gets both from its column
     when every data file holds it with one Arrow type (as an undeclared column would be declared). Cameras,
     and features without a consistent column, are not repairable."""
-    from lerobot_tools.repair.parquet import distinct_list_lengths
-
     for name, feat in list(rc.feats.items()):
         if not isinstance(feat, dict):
             continue
@@ -231,17 +242,8 @@ def fix_feature_invalid(rc: RepairContext) -> None:
             continue
         files = list(per_file)
 
-        def lengths(name=name, files=files):
-            seen: set[int] = set()
-            for rel in files:
-                got = distinct_list_lengths(rc.ds.path(rel), name)
-                if got is None:
-                    return None
-                seen |= got
-            return seen
-
         t = next(iter(per_file.values()))
-        new, op, reason = feature_from_arrow(name, t, lengths)
+        new, op, reason = feature_from_arrow(name, t, partial(_lengths_over_files, rc, name, files))
         if new is None:
             rc.cannot("I006", f"feature {name!r} has {what}, and {reason}", "correct dtype/shape by hand", subject)
             continue
@@ -313,8 +315,6 @@ def fix_undeclared(rc: RepairContext) -> None:
     """S002: a column in the data parquet that info.json does not declare (pitfalls A1). Declared from its
     Arrow type when every data file has it with one type; or, with ``--drop-undeclared``, dropped from every
     data file that has it (the backup keeps the originals)."""
-    from lerobot_tools.repair.parquet import distinct_list_lengths
-
     feats = rc.feats
     columns: dict[str, dict[str, Any]] = {}
     for rel, footer in rc.footers.items():
@@ -351,17 +351,7 @@ def fix_undeclared(rc: RepairContext) -> None:
                       "rewrite the files with one type, or drop it with --drop-undeclared", subject)
             continue
         t = next(iter(per_file.values()))
-
-        def lengths(name=name, files=files):
-            seen: set[int] = set()
-            for rel in files:
-                got = distinct_list_lengths(rc.ds.path(rel), name)
-                if got is None:
-                    return None
-                seen |= got
-            return seen
-
-        feat, op, reason = feature_from_arrow(name, t, lengths)
+        feat, op, reason = feature_from_arrow(name, t, partial(_lengths_over_files, rc, name, files))
         if feat is None:
             rc.cannot("S002", f"column {name!r}: {reason}",
                       "declare it by hand in info.json features (dtype, shape, names), or drop it with --drop-undeclared",
