@@ -25,6 +25,7 @@ errors, 2 the smoke test could not run (e.g. torch missing; raised as :class:`~l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -285,6 +286,23 @@ def _close(it) -> None:
     gc.collect()
 
 
+@contextlib.contextmanager
+def _iterate(loader):
+    """Yield ``iter(loader)``; an exception from the loop becomes :class:`LoaderFailed` with one line, and the
+    iterator's workers are always shut down (see :func:`_close`). The new exception is raised after the
+    ``except`` block so it does not chain the worker traceback."""
+    it = iter(loader)
+    failure = None
+    try:
+        yield it
+    except Exception as exc:
+        failure = one_line(exc)
+    finally:
+        _close(it)
+    if failure is not None:
+        raise LoaderFailed(failure)
+
+
 def _selected_episodes(target: Target) -> list[int] | None:
     if target.episodes is None and target.excluded_episodes is None:
         return None
@@ -370,10 +388,8 @@ def _run_loader(kind: str, root, episodes, opts: SmokeOptions, mon: RssMonitor, 
     no_task = 0
     mon.reset()
     t0 = time.perf_counter()
-    it = iter(loader)
     last = t0
-    failure = None
-    try:
+    with _iterate(loader) as it:
         for _ in range(opts.batches):
             try:
                 batch = next(it)
@@ -391,12 +407,6 @@ def _run_loader(kind: str, root, episodes, opts: SmokeOptions, mon: RssMonitor, 
             tasks = batch.get("task")
             no_task += n if tasks is None else sum(1 for t in tasks if t is None)
             got_pairs.extend(_pairs(batch))
-    except Exception as exc:
-        failure = one_line(exc)
-    finally:
-        _close(it)
-    if failure is not None:
-        raise LoaderFailed(failure)
     run.seconds = last - t0
     run.peak_rss_bytes, run.peak_pss_bytes = mon.section_peak, mon.section_peak_pss
     if lat:
@@ -449,17 +459,9 @@ def _epoch_check(kind: str, root, episodes, opts: SmokeOptions) -> CheckResult:
                                                  seed=opts.seed, rank=0, world_size=1),
                             batch_size=opts.batch_size, num_workers=opts.num_workers, collate_fn=collate_frames)
     seen: Counter = Counter()
-    it = iter(loader)
-    failure = None
-    try:
+    with _iterate(loader) as it:
         for batch in it:
             seen.update(_pairs(batch))
-    except Exception as exc:
-        failure = one_line(exc)
-    finally:
-        _close(it)
-    if failure is not None:
-        raise LoaderFailed(failure)
     expected = {(e, f) for e, n in zip(ds.episodes, ds.episode_lengths.tolist()) for f in range(n)}
     dupes = sum(1 for p, c in seen.items() if c > 1)
     missing = len(expected - set(seen))
