@@ -51,7 +51,7 @@ def run(ctx: CheckContext) -> None:
         if placeholder_finding(ctx, s, vf.relpath, "video file"):
             continue
         with_header = use_pyav and (probe_all or vf.video_key not in header_done)
-        probe = probe_video(path, pyav=with_header)
+        probe = probe_video(path, pyav=with_header, sniffed=s)
         if with_header:
             header_done.add(vf.video_key)
         if probe.status != "ok":

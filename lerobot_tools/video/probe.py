@@ -22,7 +22,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from lerobot_tools.errors import DatasetError
-from lerobot_tools.sniff import human_size, sniff
+from lerobot_tools.sniff import Sniff, human_size, sniff
 from lerobot_tools.video.mp4 import Mp4Boxes, walk_mp4
 
 GOP_MODES = ("header", "demux")
@@ -311,7 +311,8 @@ def _demux_keyframes(res: VideoProbe, container, stream) -> None:
             res.fps = n / res.duration_s
 
 
-def probe_video(path: str | os.PathLike, *, pyav: bool = True, gop: str = "header") -> VideoProbe:
+def probe_video(path: str | os.PathLike, *, pyav: bool = True, gop: str = "header",
+                sniffed: Sniff | None = None) -> VideoProbe:
     """Probe one video file from its headers: sniff -> MP4 box walk -> PyAV header (-> packet demux).
 
     Args:
@@ -322,6 +323,8 @@ def probe_video(path: str | os.PathLike, *, pyav: bool = True, gop: str = "heade
         gop: ``"header"`` takes keyframes from the MP4 ``stss`` box only; ``"demux"`` additionally demuxes
             all packets (no decode; reads the whole file) when the header has no keyframe index
             (fragmented MP4, Matroska, AVI). ``"demux"`` needs ``pyav=True``.
+        sniffed: the result of :func:`lerobot_tools.sniff.sniff` on ``path`` when the caller already has it
+            (saves reading the file's head twice).
 
     Returns:
         A :class:`VideoProbe`. Bad files never raise: missing path, directory, 0 bytes, Git LFS pointer,
@@ -338,14 +341,14 @@ def probe_video(path: str | os.PathLike, *, pyav: bool = True, gop: str = "heade
     p = os.fspath(path)
     res = VideoProbe(path=p)
     try:
-        _probe(res, p, pyav, gop)
+        _probe(res, p, pyav, gop, sniffed)
     except Exception as exc:  # last resort: a bad file must never raise out of the probe
         res._fail("broken", f"could not probe: {type(exc).__name__}: {' '.join(str(exc).split())}")
     return res
 
 
-def _probe(res: VideoProbe, p: str, pyav: bool, gop: str) -> None:
-    s = sniff(p)
+def _probe(res: VideoProbe, p: str, pyav: bool, gop: str, sniffed: Sniff | None) -> None:
+    s = sniffed if sniffed is not None else sniff(p)
     res.size = s.size
     if s.kind == "missing":
         res._fail("missing", s.detail)
