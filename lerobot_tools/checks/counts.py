@@ -109,7 +109,7 @@ def run_data(ctx: CheckContext) -> None:
         return
     episodes = ds.episodes
     by_index = {e.episode_index: e for e in episodes}
-    data_files = getattr(ctx, "data_files", [])
+    data_files = ctx.data_files
     sum_lengths = sum(e.length for e in episodes if e.length is not None)
     # C005: rows per file against the lengths of the episodes the metadata places there
     for df in data_files:

@@ -164,8 +164,9 @@ def run(ctx: CheckContext) -> None:
                 if pa.types.is_list(t) or pa.types.is_large_list(t):
                     list_cols[name] = shape[0]
         offset = global_offset
-        if ds.layout == "v3" and df.episodes and by_ep.get(df.episodes[0]) and by_ep[df.episodes[0]].from_index is not None:
-            offset = by_ep[df.episodes[0]].from_index if global_offset is None else global_offset
+        first = by_ep.get(df.episodes[0]) if df.episodes else None
+        if offset is None and ds.layout == "v3" and first is not None:
+            offset = first.from_index  # after an unreadable file, v3 metadata still says where this one starts
         try:
             scan = scan_file(ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset, list_columns=list_cols)
         except Exception as exc:  # corrupt data pages behind a valid footer
