@@ -14,7 +14,7 @@ from typing import Iterable
 
 from lerobot_tools.checks.engine import ValidateOptions, validate_target
 from lerobot_tools.dataset.targets import Target, resolve_targets
-from lerobot_tools.report import DatasetReport, Finding, fingerprint, read_baseline, write_baseline
+from lerobot_tools.report import DatasetReport, Finding, NotChecked, fingerprint, read_baseline, write_baseline
 
 
 def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:
@@ -26,14 +26,8 @@ def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:
                             codebase_version=None, source=target.source)
         rep.findings.append(Finding("M001", "error", None,
                                     f"lrtool failed on this dataset ({type(exc).__name__}: {exc}); please report it"))
-        rep.not_checked.append(_nc("all checks", "internal error"))
+        rep.not_checked.append(NotChecked("all checks", "internal error"))
         return rep
-
-
-def _nc(checks: str, reason: str):
-    from lerobot_tools.report import NotChecked
-
-    return NotChecked(checks, reason)
 
 
 def validate_resolved(targets: list[Target], options: ValidateOptions | None = None, *, jobs: int = 1,
