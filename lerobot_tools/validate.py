@@ -12,9 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from lerobot_tools.checks.engine import ValidateOptions, validate_target
+from lerobot_tools.checks.context import ValidateOptions
+from lerobot_tools.checks.engine import validate_target
 from lerobot_tools.dataset.targets import Target, resolve_targets
-from lerobot_tools.report import DatasetReport, Finding, NotChecked, fingerprint, read_baseline, write_baseline
+from lerobot_tools.findings import DatasetReport, Finding, NotChecked
+from lerobot_tools.report import fingerprint, read_baseline, write_baseline
 
 
 def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ERROR = "error"
-WARNING = "warning"
-INFO = "info"
-SEVERITIES = (ERROR, WARNING, INFO)
+from lerobot_tools.findings import ERROR, INFO, SEVERITIES, WARNING  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,17 @@ from __future__ import annotations
 import math
 import re
 
-from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.dataset.model import INFO_PATH, V2_EPISODES_PATH
 from lerobot_tools.errors import DatasetError
 
 
 def run_metadata(ctx: CheckContext) -> None:
-    """Checks that need only info.json and the episode metadata (C001, C003, C004, C006, C007, C008)."""
+    """Checks that need only info.json and the episode metadata.
+
+    Emits C001, C003, C004, C006, C007, C008. Reads ``ctx.dataset`` (info.json, episode metadata); sets
+    ``ctx.episodes_ok`` when the episode metadata could be read.
+    """
     ds = ctx.dataset
     assert ds is not None
     try:
@@ -103,7 +107,11 @@ def run_metadata(ctx: CheckContext) -> None:
 
 
 def run_data(ctx: CheckContext) -> None:
-    """Checks against parquet footers (C002, C005)."""
+    """Counts against the parquet footers.
+
+    Emits C002 (total_frames) and C005 (rows per data file). Reads ``ctx.episodes_ok``, ``ctx.data_files``,
+    ``ctx.footers`` and ``ctx.bad_data_files`` (set by :func:`lerobot_tools.checks.files.run`); sets nothing.
+    """
     ds = ctx.dataset
     if not ctx.episodes_ok:
         return

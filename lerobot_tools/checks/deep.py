@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.context import CheckContext
 
 BATCH_ROWS = 65_536
 
@@ -132,6 +132,12 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
 
 
 def run(ctx: CheckContext) -> None:
+    """Family D (``--deep``): stream the index columns of every readable data file.
+
+    Emits D001-D005, C005 per episode, and F007 for data pages that cannot be read behind a valid footer.
+    Reads the options ``deep`` and ``tolerance_s``, ``ctx.episodes_ok``, ``ctx.data_files``, ``ctx.footers``
+    and ``ctx.bad_data_files``; sets nothing.
+    """
     if not ctx.options.deep:
         ctx.skip("D001-D005, C005 per episode", "--deep not given (footers only)")
         return

@@ -6,7 +6,7 @@ pitfalls C8 (orphans), E1 (no footer), E3 (LFS pointers).
 
 from __future__ import annotations
 
-from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.dataset.footers import read_footer
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import Sniff, sniff
@@ -27,6 +27,13 @@ def placeholder_finding(ctx: CheckContext, s: Sniff, rel: str, what: str) -> boo
 
 
 def run(ctx: CheckContext) -> None:
+    """Family F, data side: the data files the metadata references, orphans, the images/ staging folder.
+
+    Emits F001, F003 (orphan parquet), F004-F006 (placeholders), F007 (no footer), F011, and I008 for a data
+    path that leaves the root. Reads ``ctx.episodes_ok``; sets ``ctx.data_files`` (referenced data files),
+    ``ctx.footers`` (readable file -> footer) and ``ctx.bad_data_files`` (missing or unreadable files), which
+    every later family reads.
+    """
     ds = ctx.dataset
     assert ds is not None
     if not ctx.episodes_ok:

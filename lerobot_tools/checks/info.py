@@ -10,7 +10,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-from lerobot_tools.checks.engine import CheckContext, StopChecks
+from lerobot_tools.checks.context import CheckContext, StopChecks
 from lerobot_tools.dataset import templates as tpl
 from lerobot_tools.dataset.model import DEFAULT_FEATURES, INFO_PATH, KNOWN_VERSIONS
 
@@ -86,6 +86,15 @@ def names_problem(name: str, feat: dict) -> tuple[str, bool] | None:
 
 
 def run(ctx: CheckContext) -> None:
+    """Family I: meta/info.json on its own.
+
+    Emits I003 (JSON Schema), I004 (codebase_version), I005 (fps), I006 (feature dtype/shape), I007 (names vs
+    shape), I008 (templates), I009 (camera names), I010 (default features), I011 ('/' in a name).
+    Reads ``ctx.dataset.info``; sets no context field.
+
+    Raises:
+        StopChecks: codebase_version is unknown, so no file layout can be checked.
+    """
     ds = ctx.dataset
     assert ds is not None
     info = ds.info

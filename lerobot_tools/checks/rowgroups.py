@@ -8,7 +8,7 @@ every shard; a streaming parquet dataset has one shard per file, one per row gro
 
 from __future__ import annotations
 
-from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.context import CheckContext
 
 MB = 1024 * 1024
 
@@ -32,6 +32,11 @@ def row_group_defects(footer, row_group_mb: float) -> dict[str, int]:
 
 
 def run(ctx: CheckContext) -> None:
+    """Family R: row groups of every readable data file.
+
+    Emits R001-R003 per file and R004 for the dataset. Reads ``ctx.footers`` and the options
+    ``row_group_mb`` and ``world_size``; sets nothing.
+    """
     if not ctx.footers:
         return
     limit = ctx.options.row_group_mb

@@ -11,8 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from lerobot_tools.checks.engine import CheckContext
-from lerobot_tools.checks.catalogue import ERROR, INFO, WARNING
+from lerobot_tools.checks.context import CheckContext
+from lerobot_tools.findings import ERROR, INFO, WARNING
 
 ARROW_TO_NUMPY = {
     "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
@@ -173,6 +173,11 @@ def _numpy_hf_dtype(d: str) -> str:
 
 
 def run(ctx: CheckContext) -> None:
+    """Family S: info.json features against every readable data file's Arrow schema (footers only).
+
+    Emits S001-S007. Reads ``ctx.footers``, ``ctx.episodes_ok``, ``ctx.bad_data_files`` and
+    ``ctx.data_files``; sets nothing.
+    """
     ds = ctx.dataset
     if not ctx.footers:
         if ctx.episodes_ok and not ctx.bad_data_files and not ctx.data_files:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH
 from lerobot_tools.errors import DatasetError
 
@@ -31,6 +31,10 @@ def _nonfinite(value, path: str = "") -> str | None:
 
 
 def run(ctx: CheckContext) -> None:
+    """Family G: meta/stats.json (v2.1: meta/episodes_stats.jsonl presence).
+
+    Emits G001-G003. Reads ``ctx.dataset`` only; sets nothing.
+    """
     ds = ctx.dataset
     try:
         stats = ds.read_stats()

@@ -6,13 +6,18 @@ Sources: lerobot-format §18 (OpenTau ``data_features_name_mapping``, ``episodes
 
 from __future__ import annotations
 
-from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.context import CheckContext
 
 #: keys a feature mapping may name besides declared features (OpenTau maps the task text as "task")
 VIRTUAL_COLUMNS = {"task"}
 
 
 def run(ctx: CheckContext) -> None:
+    """Family M, dataset side: the mixture entry's feature mapping and episode lists against the dataset.
+
+    Emits M003 and M004. Reads ``ctx.target`` (``feature_mapping``, ``episodes``, ``excluded_episodes``) and
+    ``ctx.episodes_ok``; sets nothing.
+    """
     ds, target = ctx.dataset, ctx.target
     if target.feature_mapping:
         feats = ds.features

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.dataset.model import INFO_PATH
 from lerobot_tools.errors import DatasetError
 
 
 def run(ctx: CheckContext) -> None:
+    """The task table and the episodes' references to it.
+
+    Emits T001, T002, T004, T005, T006, T007. Reads ``ctx.dataset`` and ``ctx.episodes_ok`` (T002 needs the
+    episode metadata); sets ``ctx.tasks_ok`` when the task table could be read.
+    """
     ds = ctx.dataset
     assert ds is not None
     try:
@@ -86,7 +91,11 @@ def run(ctx: CheckContext) -> None:
 
 
 def run_data(ctx: CheckContext) -> None:
-    """T003: every data row's task_index resolves in the task table."""
+    """T003: every data row's task_index resolves in the task table.
+
+    Emits T003. Reads ``ctx.tasks_ok`` and ``ctx.footers`` (task_index min/max statistics; the column itself
+    only for files without them); sets nothing.
+    """
     ds = ctx.dataset
     if not ctx.tasks_ok or not ctx.footers:
         if not ctx.tasks_ok:

@@ -7,7 +7,7 @@ Sources: lerobot-format §10 (encoding, ``info`` keys, locating frames), pitfall
 
 from __future__ import annotations
 
-from lerobot_tools.checks.engine import CheckContext
+from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.files import format_episodes, placeholder_finding
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.video.nvdec import canonical_codec
@@ -15,6 +15,12 @@ from lerobot_tools.sniff import sniff
 
 
 def run(ctx: CheckContext) -> None:
+    """Family F, video side: every referenced mp4 is sniffed, box-walked and (see module docstring) probed.
+
+    Emits F002, F003 (orphan videos), F004-F006 (placeholders), F008, F009, F010, and I008 for a video path
+    that leaves the root. Reads ``ctx.episodes_ok`` and the options ``deep``, ``all_videos`` and
+    ``tolerance_s``; sets nothing.
+    """
     ds = ctx.dataset
     if not ds.video_keys:
         return

@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lerobot_tools._io import atomic_path, clean_stale_temps, fsync_dir
-from lerobot_tools.checks.catalogue import ERROR
 from lerobot_tools.checks.engine import validate_target
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import LrtoolError
+from lerobot_tools.findings import ERROR, DatasetReport, Finding
 from lerobot_tools.repair import backup, parquet as pqrw
 from lerobot_tools.repair.model import Move, ParquetChange, RepairOptions, RepairPlan, TasksRewrite, TextChange
-from lerobot_tools.report import DatasetReport, Finding
 
 
 @dataclass

@@ -27,7 +27,7 @@ from lerobot_tools.dataset.model import DEFAULT_FEATURES, INFO_PATH, STATS_PATH,
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.repair import hfmeta
 from lerobot_tools.repair.model import ColumnOp, Move, ParquetChange, Repair, RepairOptions, TasksRewrite, Unrepairable
-from lerobot_tools.report import DatasetReport, Finding
+from lerobot_tools.findings import DatasetReport, Finding
 from lerobot_tools.sniff import sniff
 
 #: Column names lerobot declares with dtype ``language`` (lerobot-format §4).

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from lerobot_tools.report import DatasetReport, Finding
+from lerobot_tools.findings import DatasetReport, Finding
 
 
 @dataclass
@@ -35,10 +35,10 @@ class RepairOptions:
     tolerance_s: float = 1e-4
 
     def validate_options(self):
-        """The :class:`~lerobot_tools.checks.engine.ValidateOptions` repair validates with: ``deep`` (row-level
+        """The :class:`~lerobot_tools.checks.context.ValidateOptions` repair validates with: ``deep`` (row-level
         checks, so non-monotonic timestamps and list lengths are seen) and every video header read (F009
         must see every file before a declaration is rewritten)."""
-        from lerobot_tools.checks.engine import ValidateOptions
+        from lerobot_tools.checks.context import ValidateOptions
 
         return ValidateOptions(deep=True, all_videos=True, tolerance_s=self.tolerance_s)
 

@@ -21,7 +21,7 @@ from lerobot_tools.repair import fixes
 from lerobot_tools.repair.model import (
     Disposition, RepairOptions, RepairPlan, TextChange, Unrepairable,
 )
-from lerobot_tools.report import Finding
+from lerobot_tools.findings import Finding
 
 #: check ID -> the repair lrtool applies (README table; ``lrtool repair`` docs).
 REPAIRABLE: dict[str, str] = {
