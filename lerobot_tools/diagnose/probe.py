@@ -1,0 +1,235 @@
+"""Phase 1 of diagnose-decode (worker processes, PyAV only, no torch): resolve each target, check every
+referenced video file, read decoder headers and compare them with ``meta/info.json``."""
+
+from __future__ import annotations
+
+import time
+
+from lerobot_tools.dataset.targets import Target
+from lerobot_tools.diagnose.model import (
+    ERROR,
+    INFO,
+    MAX_EXAMPLES,
+    WARNING,
+    DatasetDiagnosis,
+    Mismatch,
+    Problem,
+    StreamProbe,
+)
+from lerobot_tools.errors import DatasetError
+from lerobot_tools.video.nvdec import canonical_codec
+
+
+def _declared_hw(feat: dict) -> tuple[int, int] | None:
+    shape = feat.get("shape")
+    if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(x, int) for x in shape)):
+        return None
+    names = feat.get("names")
+    if isinstance(names, list) and names[:1] == ["channels"]:
+        return shape[1], shape[2]
+    return shape[0], shape[1]
+
+
+def compare_with_info(feat: dict, info_fps: float | None, probe) -> list[Mismatch]:
+    """Header facts of ``probe`` that disagree with the feature entry of ``info.json`` (and its ``fps``).
+
+    Compared: ``info["video.codec"]`` (canonical names, so ``libsvtav1`` == ``av1``), ``video.pix_fmt``,
+    ``video.height``/``video.width``, the feature ``shape`` (``[H, W, C]``, or ``[C, H, W]`` when ``names``
+    starts with ``channels``), ``info.json`` ``fps`` and ``video.fps`` (1 % tolerance). Facts the probe
+    could not read are not compared. (LeRobot v2.0 spells the dict ``video_info``.)
+    """
+    vinfo = feat.get("info") or feat.get("video_info") or {}
+    if not isinstance(vinfo, dict):
+        vinfo = {}
+    out: list[Mismatch] = []
+    declared = vinfo.get("video.codec")
+    if declared and probe.codec and canonical_codec(declared) != probe.codec:
+        out.append(Mismatch("video.codec", declared, probe.codec))
+    declared = vinfo.get("video.pix_fmt")
+    if declared and probe.pix_fmt and str(declared) != probe.pix_fmt:
+        out.append(Mismatch("video.pix_fmt", declared, probe.pix_fmt))
+    for key, actual in (("video.height", probe.height), ("video.width", probe.width)):
+        v = vinfo.get(key)
+        if isinstance(v, int) and actual and v != actual:
+            out.append(Mismatch(key, v, actual))
+    hw = _declared_hw(feat)
+    if hw and probe.height and probe.width and hw != (probe.height, probe.width):
+        out.append(Mismatch("shape", feat.get("shape"), f"{probe.height}x{probe.width} (HxW)"))
+    for key, fps in (("fps", info_fps), ("video.fps", vinfo.get("video.fps"))):
+        if isinstance(fps, (int, float)) and not isinstance(fps, bool) and fps > 0 and probe.fps:
+            if abs(probe.fps - fps) > 0.01 * fps:
+                out.append(Mismatch(key, fps, round(probe.fps, 3)))
+    return out
+
+
+def _placeholder_action(problem: str, fetch: str) -> str:
+    low = problem.lower()
+    if "lfs" in low:
+        return f"fetch the real file: `git lfs pull` in the dataset repo, or re-download without excluding *.mp4 ({fetch})"
+    if any(w in low for w in ("html", "json", "xml", "error")):
+        return "re-download: the server returned an error page (check the token and rate limits)"
+    return "re-download the file"
+
+
+def _category(status: str, problem: str | None) -> str:
+    text = (problem or status).lower()
+    for word, cat in (("lfs", "Git LFS pointer"), ("html", "HTML page"), ("json", "JSON body"), ("xml", "XML body"),
+                      ("empty", "empty file"), ("0 bytes", "empty file"), ("truncated", "truncated"),
+                      ("no moov", "no moov box"), ("not a video", "not a video"), ("ffmpeg cannot open", "unreadable")):
+        if word in text:
+            return cat
+    return status
+
+
+def _add_grouped(problems: list[Problem], index: dict, key: tuple, make) -> None:
+    """Merge problems with the same ``key``: count and up to three example paths."""
+    head = index.get(key)
+    new = make()
+    if head is None:
+        index[key] = new
+        problems.append(new)
+        return
+    head.count += new.count
+    for p in new.paths:
+        if len(head.paths) < MAX_EXAMPLES:
+            head.paths.append(p)
+
+
+def _files_for(ds, target: Target, notes: list[str]) -> list[tuple[str, str]]:
+    """``(video_key, relpath)`` of the referenced video files, honouring a mixture's episode subset."""
+    try:
+        files = ds.video_files()
+    except DatasetError as exc:
+        notes.append(f"episode metadata unreadable ({exc}); using the .mp4 files found under videos/")
+        out = []
+        for rel in ds.files_under("videos", ".mp4"):
+            key = next((k for k in sorted(ds.video_keys, key=len, reverse=True) if f"/{k}/" in f"/{rel}"), None)
+            if key:
+                out.append((key, rel))
+        return out
+    if target.episodes is not None or target.excluded_episodes:
+        want = set(target.episodes) if target.episodes is not None else None
+        excl = set(target.excluded_episodes or [])
+        kept = [vf for vf in files if any((want is None or e in want) and e not in excl for e in vf.episodes)]
+        notes.append(f"episode subset from the mixture: {len(kept)} of {len(files)} video files")
+        files = kept
+    return [(vf.video_key, vf.relpath) for vf in files]
+
+
+def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
+    """Phase 1 for one target: resolve, list video files, check every file, read headers, compare with info.json.
+
+    Never raises for bad data: an unresolved target, a missing ``info.json`` or bad files become problems.
+    Uses PyAV (when importable) and pure-Python layers only; does not import torch.
+    """
+    from lerobot_tools.dataset.model import Dataset
+    from lerobot_tools.video.probe import probe_video, pyav_available
+
+    t0 = time.perf_counter()
+    dd = DatasetDiagnosis(target=target.spec, source=target.source,
+                          root=str(target.root) if target.root else None)
+    dd.notes.extend(target.notes)
+    if target.error:
+        dd.error = target.error
+        dd.problems.append(Problem(ERROR, "target", f"cannot diagnose: {target.error}"))
+        return dd
+    try:
+        ds = Dataset(target.root)
+        dd.codebase_version = ds.codebase_version
+        keys = ds.video_keys
+    except DatasetError as exc:
+        dd.error = str(exc)
+        dd.problems.append(Problem(ERROR, "target", f"cannot diagnose: {exc}"))
+        return dd
+    dd.video_keys = keys
+    if not keys:
+        dd.notes.append("no video features in info.json: nothing to decode")
+        return dd
+    files = _files_for(ds, target, dd.notes)
+    use_pyav = pyav_available()
+    if not use_pyav:
+        dd.notes.append("PyAV is not importable: headers come from the MP4 boxes only (no pix_fmt)")
+    info_fps = ds.fps
+    features = ds.features
+    fetch = (f"`lrtool prefetch {target.repo_id}`" if target.repo_id
+             else "e.g. `huggingface-cli download REPO_ID --repo-type dataset`")
+    headed: set[str] = set()
+    index: dict = {}
+    light = 0  # healthy files checked without reading their decoder header
+    for key, rel in files:
+        dd.files_per_key[key] = dd.files_per_key.get(key, 0) + 1
+        try:
+            path = ds.path(rel)
+        except DatasetError as exc:
+            why = exc.message
+            _add_grouped(dd.problems, index, ("broken", "path"), lambda: Problem(
+                ERROR, "broken", f"video path leaves the dataset folder: {why}", [rel]))
+            continue
+        want_header = all_files or key not in headed
+        header = use_pyav and want_header
+        pr = probe_video(path, pyav=header, gop="demux" if header else "header")
+        if pr.status == "missing":
+            _add_grouped(dd.problems, index, ("missing", key), lambda: Problem(
+                ERROR, "missing", f"{key}: video file is missing", [rel],
+                action=f"re-download the dataset's videos ({fetch})"))
+            continue
+        if pr.status == "placeholder":
+            cat = _category(pr.status, pr.problem)
+            _add_grouped(dd.problems, index, ("placeholder", key, cat), lambda: Problem(
+                ERROR, "placeholder", f"{key}: not a video: {pr.problem}", [rel],
+                action=_placeholder_action(pr.problem or "", fetch)))
+            continue
+        if pr.status != "ok":
+            cat = _category(pr.status, pr.problem)
+            _add_grouped(dd.problems, index, ("broken", key, cat), lambda: Problem(
+                ERROR, "broken", f"{key}: {pr.problem}", [rel],
+                action="re-download this file (a partial download or a corrupt copy)"))
+            continue
+        for w in pr.warnings:
+            sev = WARNING if w.startswith("truncated") else INFO
+            kind = "fragmented" if w.startswith("fragmented") else "probe-warning"
+            _add_grouped(dd.problems, index, ("warn", key, w.split(":")[0]), lambda: Problem(
+                sev, kind, f"{key}: {w}", [rel]))
+        if not want_header:
+            light += 1
+            continue
+        headed.add(key)
+        sp = StreamProbe(key, rel, pr, compare_with_info(features.get(key, {}), info_fps, pr))
+        dd.streams.append(sp)
+        for m in sp.mismatches:
+            _add_grouped(dd.problems, index, ("mismatch", key, m.field, str(m.declared), str(m.actual)), lambda: Problem(
+                WARNING, "metadata-mismatch", f"{key}: {m.message}", [rel],
+                action=f"trust the file: correct features[\"{key}\"] in meta/info.json (tools and loaders that read "
+                       "info.json are misled)"))
+    for key in keys:
+        if key not in dd.files_per_key:
+            dd.notes.append(f"{key}: no video file is referenced by the episode metadata")
+    if light:
+        dd.notes.append(f"decoder headers read for the first healthy file of each video feature ({len(dd.streams)} "
+                        f"of {len(dd.streams) + light} healthy files; the others were checked for presence and "
+                        "integrity only); use --all-files to read every header")
+    dd.seconds = time.perf_counter() - t0
+    return dd
+
+
+def _probe_one(args: tuple[Target, bool]) -> DatasetDiagnosis:
+    target, all_files = args
+    try:
+        return probe_target(target, all_files)
+    except Exception as exc:  # a bug must not take down the other 399 datasets of a mixture
+        dd = DatasetDiagnosis(target=target.spec, source=target.source,
+                              root=str(target.root) if target.root else None)
+        dd.error = f"lrtool failed on this dataset ({type(exc).__name__}: {exc}); please report it"
+        dd.problems.append(Problem(ERROR, "target", dd.error))
+        return dd
+
+
+def probe_targets(targets: list[Target], all_files: bool = False, jobs: int = 1,
+                  progress: bool | None = None) -> list[DatasetDiagnosis]:
+    """Phase 1 over many targets, in order, in ``jobs`` worker processes (0 = one per CPU; 1 = in-process).
+
+    Workers are forked (where available) before torch is imported by the later phases.
+    """
+    from lerobot_tools._parallel import map_ordered
+
+    return map_ordered(_probe_one, [(t, all_files) for t in targets], jobs=jobs, desc="probe", progress=progress)
