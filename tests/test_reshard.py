@@ -437,7 +437,7 @@ def test_corrupt_page_deep_in_the_file_fails_mid_stream_and_leaves_no_temp(tmp_p
 
 
 def test_read_ahead_thread_reraises_and_stops():
-    from lerobot_tools.reshard import _prefetched
+    from lerobot_tools.reshard.read import _prefetched
 
     def items():
         yield 1

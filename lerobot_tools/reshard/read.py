@@ -1,0 +1,238 @@
+"""Reading a data parquet file for resharding: buffered opening, guarded and prefetched record batches,
+one-line read errors, footer conformance and the writer options that keep each column's encoding."""
+
+from __future__ import annotations
+
+import errno as errno_mod
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from lerobot_tools.errors import DatasetError
+from lerobot_tools.reshard.model import (
+    DICT_DISTINCT_RATIO,
+    DICT_MIN_SAMPLE,
+    DICT_SAMPLE_VALUES,
+    MB,
+    PREFETCH,
+    READ_BUFFER,
+    _CODEC_NAMES,
+    _DICT_ENCODINGS,
+    ReshardOptions,
+)
+
+
+def _open(path: Path):
+    """A streaming ``ParquetFile``: buffered column-chunk reads, no pre-buffering of whole row groups."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path, pre_buffer=False, buffer_size=READ_BUFFER, memory_map=False)
+
+
+class ReadError(DatasetError):
+    """A data page of the source (or of the new file, while verifying) cannot be decoded."""
+
+
+def _guarded(batches: Iterator, what: str) -> Iterator:
+    """Re-raise any error of a record-batch iterator as a one-line :class:`ReadError`.
+
+    pyarrow reports corrupt pages as ``OSError`` ("Couldn't deserialize thrift") or ``ArrowInvalid``;
+    this keeps them apart from write errors (a full disk is also an ``OSError``).
+    """
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except Exception as exc:
+            raise ReadError(f"cannot read {what} ({type(exc).__name__}: {_short(exc, 160)})") from None
+        yield batch
+
+
+class _Failure:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def _prefetched(items: Iterator, depth: int = PREFETCH) -> Iterator:
+    """Iterate ``items`` in a background thread, ``depth`` items ahead (bounded memory).
+
+    Decoding the next record batch (pyarrow releases the GIL) then overlaps with encoding and
+    compressing the current one, or with decoding the other file while verifying. Errors are
+    re-raised in the caller; closing the generator stops and joins the thread, so the file the
+    items come from can be closed safely afterwards.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(done)
+        except BaseException as exc:  # handed to the consumer
+            put(_Failure(exc))
+
+    thread = threading.Thread(target=work, name="lrtool-reshard-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, _Failure):
+                raise item.exc
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                q.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        thread.join()
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _os_message(exc: OSError) -> str:
+    """``No space left on device (errno 28)`` from an OSError raised by Python or pyarrow."""
+    code = exc.errno
+    if code is None:  # pyarrow: "[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device"
+        import re
+
+        m = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)
+        code = int(m.group(1)) if m else None
+    if code:
+        return f"{os.strerror(code)} (errno {code}: {errno_mod.errorcode.get(code, '?')})"
+    return _short(exc)
+
+
+def file_conformance(footer, options: ReshardOptions) -> list[str]:
+    """Why a file's footer does not conform (empty list = conforms).
+
+    Args:
+        footer: :class:`lerobot_tools.dataset.footers.FooterInfo`.
+        options: the limit (``row_group_mb``) and the requested compression.
+
+    Returns:
+        One short reason per kind of defect, e.g. ``"1 of 1 row group(s) span several episodes"``,
+        ``"2 row group(s) above 32 MB uncompressed"``, ``"no page index"``,
+        ``"episode_index has no statistics"``, ``"compression SNAPPY, zstd requested"``.
+    """
+    reasons: list[str] = []
+    groups = footer.row_groups
+    n = len(groups)
+    if "episode_index" not in footer.schema.names:
+        return ["no episode_index column"]
+    spans = sum(1 for rg in groups if (mm := rg.minmax.get("episode_index")) is not None and mm[0] != mm[1])
+    no_stats = sum(1 for rg in groups if rg.num_rows and "episode_index" not in rg.minmax)
+    if spans:
+        reasons.append(f"{spans} of {n} row group(s) span several episodes")
+    if no_stats:
+        reasons.append(f"{no_stats} row group(s) without episode_index statistics")
+    limit = options.limit_bytes
+    over = [rg for rg in groups if rg.uncompressed_bytes > limit and rg.num_rows > 1]
+    if over:
+        reasons.append(f"{len(over)} row group(s) above {options.row_group_mb:g} MB uncompressed "
+                       f"(largest {max(rg.uncompressed_bytes for rg in over) / MB:.1f} MB)")
+    if any(not rg.page_index for rg in groups):
+        reasons.append("no page index")
+    if options.compression != "keep" and footer.compression and footer.compression.upper() != options.compression.upper():
+        reasons.append(f"compression {footer.compression}, {options.compression} requested")
+    return reasons
+
+
+def _leaves(arr) -> list:
+    """The leaf value arrays of an Arrow array, in parquet leaf-column order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaves(pc.list_flatten(arr))
+    if pa.types.is_map(t):
+        flat = pc.list_flatten(arr)
+        return _leaves(flat.field(0)) + _leaves(flat.field(1))
+    if pa.types.is_struct(t):
+        return [leaf for child in arr.flatten() for leaf in _leaves(child)]
+    return [arr]
+
+
+def _dictionary_pays(values) -> bool:
+    """Whether dictionary encoding is worth it for a sample of leaf values: distinct values at most
+    :data:`DICT_DISTINCT_RATIO` of the sample (parquet-mr falls back to plain when the dictionary does not
+    shrink the data; parquet-cpp never does, so unique floats in small row groups grow ~1.5x)."""
+    import pyarrow.compute as pc
+
+    n = len(values) - values.null_count
+    if n < DICT_MIN_SAMPLE:
+        return True
+    return pc.count_distinct(values).as_py() <= DICT_DISTINCT_RATIO * n
+
+
+def _writer_options(pf, options: ReshardOptions, sample=None) -> dict[str, Any]:
+    """``pq.ParquetWriter`` keyword arguments: the source's codec per column (or the requested one),
+    dictionary encoding where the source used it and a sample shows it pays, page index, statistics.
+
+    Per-column settings are keyed by leaf column path (``observation.state.list.element``); the
+    paths the new file will have are taken from an empty file written with the same schema, matched
+    to the source's leaves by position.
+
+    Raises:
+        DatasetError: a column uses a codec pyarrow cannot write (``LZO``) and ``compression="keep"``.
+    """
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    md = pf.metadata
+    schema = pf.schema_arrow
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_batches([], schema=schema), buf)
+    new_paths = [c.path for c in pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata.schema]
+    src = md.row_group(0) if md.num_row_groups else None
+    leaves = None
+    if sample is not None:
+        leaves = [leaf.slice(0, DICT_SAMPLE_VALUES) for col in sample.columns for leaf in _leaves(col)]
+        if len(leaves) != len(new_paths):
+            leaves = None
+    codecs: dict[str, str] = {}
+    dictionary: list[str] = []
+    for i, path in enumerate(new_paths):
+        col = src.column(i) if src is not None and i < src.num_columns else None
+        if options.compression == "keep":
+            name = (col.compression if col is not None else "SNAPPY").upper()
+            if name not in _CODEC_NAMES:
+                raise DatasetError(f"column {path} uses codec {name}, which pyarrow cannot write; "
+                                   "use --compression zstd or snappy")
+            codecs[path] = _CODEC_NAMES[name]
+        else:
+            codecs[path] = options.compression
+        used = col is None or bool(_DICT_ENCODINGS & set(col.encodings))
+        if used and (leaves is None or _dictionary_pays(leaves[i])):
+            dictionary.append(path)
+    return {
+        "compression": codecs,
+        "use_dictionary": dictionary if dictionary else False,
+        "write_statistics": True,
+        "write_page_index": True,
+    }

@@ -1,0 +1,181 @@
+"""Resharding datasets and runs: targets -> data files -> worker processes, with stale temp-file cleanup and
+progress (:func:`reshard`, :func:`reshard_resolved`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from lerobot_tools import _io
+from lerobot_tools.errors import DatasetError, LrtoolError
+from lerobot_tools.reshard.model import DatasetResult, FileResult, ReshardOptions, ReshardRun, ShardCount
+from lerobot_tools.reshard.read import _short
+from lerobot_tools.reshard.write import reshard_file
+
+
+@dataclass
+class _Work:
+    index: int  # dataset position
+    path: str
+    relpath: str
+    dataset: str
+    expected: list[int]
+    options: ReshardOptions
+    size: int
+
+
+def _run_work(w: _Work) -> FileResult:
+    return reshard_file(Path(w.path), w.relpath, w.options, dataset=w.dataset, expected_episodes=w.expected)
+
+
+def _prepare(target, options: ReshardOptions) -> tuple[DatasetResult, list[tuple[str, str, list[int]]]]:
+    """Open one target; return its result shell and its data files ``(abs path, relpath, episodes)``."""
+    from lerobot_tools.dataset.model import Dataset
+
+    dres = DatasetResult(target=target.spec, root=str(target.root) if target.root else None)
+    if target.error:
+        dres.error = target.error
+        return dres, []
+    if target.episodes is not None or target.excluded_episodes is not None:
+        dres.notes.append("the mixture's episode subset is ignored: whole data files are resharded")
+    if target.origin == "hub-cache":
+        dres.notes.append("hub snapshot cache: rewritten files replace their symlinks; the blobs are not modified")
+    try:
+        ds = Dataset(target.root)
+        dres.codebase_version = ds.codebase_version
+        if ds.layout is None:
+            raise DatasetError(f"unknown codebase_version {ds.codebase_version!r}", "meta/info.json")
+        data_files = ds.data_files()
+        files = [(str(ds.path(df.relpath)), df.relpath, df.episodes) for df in data_files]
+    except LrtoolError as exc:
+        dres.error = str(exc)
+        return dres, []
+    if not files:
+        dres.error = "the episode metadata references no data files"
+    root = Path(target.root)
+    if options.dry_run:
+        dres.removed_temps = sorted(str(p.relative_to(root)) for p in _find_temps(root))
+    else:
+        dres.removed_temps = sorted(str(p.relative_to(root)) for p in _io.clean_stale_temps(root))
+    return dres, files
+
+
+def _find_temps(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        out += [Path(dirpath, n) for n in filenames if n.startswith(_io.TMP_PREFIX)]
+    return out
+
+
+def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jobs: int = 1,
+                     progress: bool | None = None) -> ReshardRun:
+    """Reshard resolved targets (:func:`lerobot_tools.dataset.resolve_targets`).
+
+    Each dataset's stale temporary files are removed first (listed only on a dry run); then every
+    data file is processed by :func:`reshard_file`, in ``jobs`` worker processes (1 = this process,
+    0 = one per CPU). A dataset listed twice (a mixture naming it twice) is processed once.
+
+    Args:
+        targets: resolved targets; unresolved ones are reported with their error.
+        options: see :class:`ReshardOptions`.
+        jobs: parallel files.
+        progress: tqdm bar (bytes) on stderr; None = only on a terminal.
+
+    Returns:
+        A :class:`ReshardRun` (never raises for bad datasets or files; see ``error`` fields).
+    """
+    from tqdm import tqdm
+
+    options = options or ReshardOptions()
+    options.check()
+    t0 = time.perf_counter()
+    if jobs == 0:
+        jobs = os.cpu_count() or 1
+    run = ReshardRun(options=options)
+    work: list[_Work] = []
+    seen: dict[str, int] = {}
+    for target in targets:
+        key = str(Path(target.root).resolve()) if target.root else None
+        if key is not None and key in seen:
+            dres = DatasetResult(target=target.spec, root=str(target.root))
+            dres.notes.append(f"same dataset as {run.datasets[seen[key]].target}: processed once")
+            run.datasets.append(dres)
+            continue
+        dres, files = _prepare(target, options)
+        if key is not None:
+            seen[key] = len(run.datasets)
+        run.datasets.append(dres)
+        for p, rel, eps in files:
+            try:
+                size = os.path.getsize(p)
+            except OSError:
+                size = 0
+            work.append(_Work(len(run.datasets) - 1, p, rel, target.spec, eps, options, size))
+
+    show = progress if progress is not None else sys.stderr.isatty()
+    bar = tqdm(total=sum(w.size for w in work), desc="reshard", unit="B", unit_scale=True,
+               file=sys.stderr, disable=not show, leave=False)
+    results: list[FileResult | None] = [None] * len(work)
+    try:
+        if jobs > 1 and len(work) > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            ctx = mp.get_context("fork") if hasattr(os, "fork") else None
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+                futures = {pool.submit(_run_work, w): i for i, w in enumerate(work)}
+                for fut in as_completed(futures):
+                    i = futures[fut]
+                    try:
+                        results[i] = fut.result()
+                    except Exception as exc:  # a worker died (OOM-killed...): report, keep going
+                        w = work[i]
+                        results[i] = FileResult(dataset=w.dataset, relpath=w.relpath,
+                                                error=f"worker process failed ({type(exc).__name__}: {_short(exc)}); "
+                                                      "original left untouched")
+                    bar.update(work[i].size)
+        else:
+            for i, w in enumerate(work):
+                done = 0
+
+                def tick(n: int) -> None:
+                    nonlocal done
+                    done += n
+                    bar.update(n)
+
+                bar.set_postfix_str(w.relpath[-40:], refresh=False)
+                results[i] = reshard_file(Path(w.path), w.relpath, options, dataset=w.dataset,
+                                          expected_episodes=w.expected, progress=tick)
+                bar.update(max(0, w.size - done))
+    finally:
+        bar.close()
+    for w, r in zip(work, results):
+        assert r is not None
+        run.datasets[w.index].files.append(r)
+    for d in run.datasets:
+        if d.error or not d.files:
+            continue
+        counts = [f.row_groups_after if f.row_groups_after is not None else f.row_groups_before for f in d.files]
+        d.shards = ShardCount(options.world_size, len(d.files), sum(c for c in counts if c is not None),
+                              sum(1 for c in counts if c is None))
+    run.seconds = time.perf_counter() - t0
+    return run
+
+
+def reshard(target_args: Iterable[str], options: ReshardOptions | None = None, *, jobs: int = 1,
+            progress: bool | None = None) -> ReshardRun:
+    """Resolve TARGET arguments (folders, repo ids in the local caches, mixture files) and reshard.
+
+    Raises:
+        UsageError: bad options, or a mixture file cannot be read or parsed.
+    """
+    from lerobot_tools.dataset.targets import resolve_targets
+
+    options = options or ReshardOptions()
+    options.check()
+    return reshard_resolved(resolve_targets(list(target_args)), options, jobs=jobs, progress=progress)
