@@ -1,257 +1,31 @@
-"""``lrtool smoke``: load a dataset the way training will, check what comes out, and measure it.
-
-For each target (a dataset folder, a repo id in the local caches, or each entry of a mixture, with its
-episode subset):
-
-1. **Validate first.** The foundation's validate runs on the target. Errors that would break loading
-   (missing or LFS-pointer videos, unreadable parquet, drifted schema...; every error-severity check
-   except :data:`TOLERATED` ones) stop the smoke test for that target and are reported exactly as
-   ``lrtool validate`` reports them, instead of a DataLoader worker traceback.
-2. **Run the loaders** (``map``: :class:`FrameDataset` + :class:`EpisodeAwareSampler`; ``stream``:
-   :class:`EpisodeShuffleStream`) through a torch ``DataLoader`` for N batches, and check that every key
-   has the dtype and shape ``info.json`` declares, every video key decodes, every task string
-   resolves, and the batches arrive in the planned order with each sample taken from the episode and
-   frame the index says.
-3. **Order checks** (no decoding): a full epoch of a small dataset read through the DataLoader (parquet
-   columns only) covers every frame exactly once; ``world_size`` simulated ranks are disjoint and cover
-   the data; two samplers/streams with the same seed give the same order (and another seed another).
-4. **Measure**: samples/s and decoded frames/s (steady state, after the first batch), first-batch
-   latency (includes starting the workers), p50/p95/p99 batch latency, and the peak RSS of the whole
-   process tree (workers included), sampled by a psutil thread every 20 ms.
-
-Exit status (:func:`exit_status`): 0 all checks passed, 1 a check failed or validate found blocking
-errors, 2 the smoke test could not run (e.g. torch missing; raised as :class:`~lerobot_tools.errors.UsageError`).
-"""
+"""Running the loaders through a torch ``DataLoader``, checking every batch, the order checks, and the entry
+points :func:`smoke_target` and :func:`smoke`."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import threading
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import IO, Any, Iterable
+from typing import Iterable
 
 import numpy as np
 
 from lerobot_tools.checks.catalogue import ERROR
 from lerobot_tools.dataset.targets import Target, resolve_targets
 from lerobot_tools.errors import LrtoolError, UsageError
-from lerobot_tools.report import DatasetReport, Finding
-
-#: Error-severity checks the bundled loaders do not depend on or tolerate: they do not stop the smoke run
-#: (the loaders read only the files the metadata references, map rows by episode runs rather than
-#: ``dataset_from_index`` or totals, read every tasks.parquet form, and load samples without a task
-#: when a label is missing, which the task check then reports).
-TOLERATED = {"T002", "T003", "T004", "T006", "T007", "C001", "C002", "C006", "F003", "G003", "M003"}
-
-#: Order checks (ranks, same seed) are skipped above this many frames (they enumerate every position).
-ORDER_CHECK_MAX_FRAMES = 2_000_000
-
-
-@dataclass
-class SmokeOptions:
-    """Options of ``lrtool smoke``.
-
-    Attributes:
-        loaders: ``("map", "stream")`` or one of them.
-        batches: batches per loader run (N).
-        batch_size: samples per batch (B).
-        num_workers: DataLoader worker processes (W).
-        world_size: simulated ranks for the disjoint/covering check (R).
-        seed: shuffle seed.
-        pool_size: episodes interleaved by the stream.
-        epoch_max_frames: the full-epoch check runs only on datasets up to this many (selected) frames.
-        tolerance_s: video timestamp tolerance in seconds.
-        cache_dir: ``datasets`` Arrow cache folder (None = datasets default).
-    """
-
-    loaders: tuple[str, ...] = ("map", "stream")
-    batches: int = 10
-    batch_size: int = 8
-    num_workers: int = 0
-    world_size: int = 2
-    seed: int = 0
-    pool_size: int = 8
-    epoch_max_frames: int = 20_000
-    tolerance_s: float = 1e-4
-    cache_dir: str | None = None
+from lerobot_tools.report import DatasetReport
+from lerobot_tools.smoke.model import (
+    ORDER_CHECK_MAX_FRAMES,
+    TOLERATED,
+    CheckResult,
+    LoaderRun,
+    SmokeOptions,
+    SmokeReport,
+)
+from lerobot_tools.smoke.monitor import RssMonitor
 
 
-@dataclass
-class CheckResult:
-    """One smoke check: ``ok`` True (passed), False (failed) or None (not run, ``detail`` says why)."""
-
-    name: str
-    ok: bool | None
-    detail: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"check": self.name, "status": {True: "pass", False: "fail", None: "skipped"}[self.ok],
-                "detail": self.detail}
-
-
-@dataclass
-class LoaderRun:
-    """Measurements and checks of one loader run through a DataLoader.
-
-    Times in seconds, rates per second, RSS in bytes.
-    """
-
-    loader: str
-    batches: int = 0
-    samples: int = 0
-    decoded_frames: int = 0
-    seconds: float = 0.0
-    first_batch_s: float | None = None
-    samples_per_s: float | None = None
-    decoded_frames_per_s: float | None = None
-    p50_ms: float | None = None
-    p95_ms: float | None = None
-    p99_ms: float | None = None
-    peak_rss_bytes: int | None = None
-    peak_pss_bytes: int | None = None
-    checks: list[CheckResult] = field(default_factory=list)
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "checks"}
-        for k in ("seconds", "first_batch_s", "samples_per_s", "decoded_frames_per_s", "p50_ms", "p95_ms", "p99_ms"):
-            if d[k] is not None:
-                d[k] = round(d[k], 4)
-        d["checks"] = [c.to_dict() for c in self.checks]
-        return d
-
-
-@dataclass
-class SmokeReport:
-    """Everything the smoke test found about one target."""
-
-    target: str
-    root: str | None
-    codebase_version: str | None
-    validate: DatasetReport
-    blocked: list[Finding] = field(default_factory=list)
-    episodes: int | None = None
-    frames: int | None = None
-    video_keys: list[str] = field(default_factory=list)
-    runs: list[LoaderRun] = field(default_factory=list)
-    checks: list[CheckResult] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None
-    peak_rss_bytes: int | None = None
-    peak_pss_bytes: int | None = None
-    seconds: float = 0.0
-
-    @property
-    def all_checks(self) -> list[CheckResult]:
-        return self.checks + [c for r in self.runs for c in r.checks]
-
-    @property
-    def failed(self) -> bool:
-        return (bool(self.blocked) or self.error is not None or any(r.error for r in self.runs)
-                or any(c.ok is False for c in self.all_checks))
-
-    @property
-    def status(self) -> str:
-        if self.blocked:
-            return "blocked"
-        return "fail" if self.failed else "pass"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target, "root": self.root, "codebase_version": self.codebase_version,
-            "status": self.status, "error": self.error,
-            "validate": self.validate.to_dict(),
-            "episodes": self.episodes, "frames": self.frames, "video_keys": self.video_keys,
-            "checks": [c.to_dict() for c in self.checks],
-            "loaders": [r.to_dict() for r in self.runs],
-            "warnings": self.warnings,
-            "peak_rss_bytes": self.peak_rss_bytes,
-            "peak_pss_bytes": self.peak_pss_bytes,
-            "seconds": round(self.seconds, 3),
-        }
-
-
-# ---------------------------------------------------------------------- process-tree RSS
-class RssMonitor:
-    """Samples the memory of this process and all its descendants (DataLoader workers) in a thread.
-
-    ``peak`` is the largest RSS sum seen (bytes) since entering, ``section_peak`` since the last
-    :meth:`reset`. RSS counts pages shared between a parent and its forked workers once per process, so
-    the sum over-counts them; ``peak_pss`` / ``section_peak_pss`` (proportional set size, Linux
-    ``smaps_rollup``; None elsewhere) share them out and add up to what the tree really holds.
-    """
-
-    def __init__(self, interval_s: float = 0.02):
-        import psutil
-
-        self._proc = psutil.Process()
-        self._psutil = psutil
-        self.interval_s = interval_s
-        self.peak = self.section_peak = 0
-        self.peak_pss: int | None = None
-        self.section_peak_pss: int | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lrtool-rss", daemon=True)
-
-    def sample(self) -> tuple[int, int | None]:
-        """``(rss, pss)`` in bytes of this process plus its descendants right now (pss None if unknown)."""
-        rss, pss = 0, 0
-        procs = [self._proc]
-        try:
-            procs += self._proc.children(recursive=True)
-        except self._psutil.Error:
-            pass
-        for p in procs:
-            try:
-                full = p.memory_full_info()
-            except (self._psutil.Error, AttributeError, NotImplementedError):
-                try:
-                    rss += p.memory_info().rss
-                except self._psutil.Error:
-                    pass
-                pss = None
-                continue
-            rss += full.rss
-            if pss is not None and getattr(full, "pss", None) is not None:
-                pss += full.pss
-            else:
-                pss = None
-        return rss, pss
-
-    def _record(self) -> None:
-        rss, pss = self.sample()
-        self.peak = max(self.peak, rss)
-        self.section_peak = max(self.section_peak, rss)
-        if pss is not None:
-            self.peak_pss = max(self.peak_pss or 0, pss)
-            self.section_peak_pss = max(self.section_peak_pss or 0, pss)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._record()
-            self._stop.wait(self.interval_s)
-
-    def reset(self) -> None:
-        """Start a new section: the section peaks restart from the current values (``peak`` keeps the maximum)."""
-        self.section_peak, self.section_peak_pss = 0, None
-        self._record()
-
-    def __enter__(self) -> "RssMonitor":
-        self._record()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._record()
-
-
-# ---------------------------------------------------------------------- helpers
 def one_line(exc: BaseException) -> str:
     """A one-line description of ``exc``; for an error re-raised from a DataLoader worker, the original line."""
     text = str(exc).strip()
@@ -518,7 +292,6 @@ def _order_checks(root, episodes, opts: SmokeOptions, kinds: Iterable[str]) -> l
     return out
 
 
-# ---------------------------------------------------------------------- entry points
 def smoke_target(target: Target, report: DatasetReport, options: SmokeOptions) -> SmokeReport:
     """Smoke-test one resolved target whose validate report is ``report`` (see module docstring)."""
     t0 = time.perf_counter()
@@ -594,78 +367,3 @@ def smoke(target_args: Iterable[str], options: SmokeOptions | None = None) -> li
     targets = resolve_targets(list(target_args))
     reports = validate_resolved(targets, ValidateOptions(tolerance_s=options.tolerance_s))
     return [smoke_target(t, r, options) for t, r in zip(targets, reports)]
-
-
-def exit_status(reports: list[SmokeReport]) -> int:
-    """0 when every target passed, else 1."""
-    return 1 if any(r.failed for r in reports) else 0
-
-
-def _mb(n: int | None) -> str:
-    return "n/a" if n is None else f"{n / 2**20:.0f} MB"
-
-
-def _fmt(v: float | None, unit: str = "", digits: int = 1) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}{unit}"
-
-
-def render_text(reports: list[SmokeReport], out: IO[str]) -> None:
-    """Text report: validate's own report for blocked targets, then per target the runs and checks."""
-    from lerobot_tools.report import render_text as render_validate
-
-    blocked = [r for r in reports if r.blocked]
-    if blocked:
-        render_validate([r.validate for r in blocked], out)
-        for r in blocked:
-            ids = ", ".join(sorted({f.check for f in r.blocked}))
-            out.write(f"smoke: {r.target}: not run: validate found errors that break loading ({ids})\n")
-        out.write("\n")
-    for r in reports:
-        if r.blocked:
-            continue
-        version = f" ({r.codebase_version})" if r.codebase_version else ""
-        out.write(f"{r.target}{version}\n")
-        if r.frames is not None:
-            out.write(f"  {r.episodes} episode(s), {r.frames} frame(s), video keys: "
-                      f"{', '.join(r.video_keys) or 'none'}\n")
-        other = [f for f in r.validate.findings if not f.known]
-        if other:
-            ids = ", ".join(f"{f.check} ({f.severity})" for f in other)
-            out.write(f"  validate: not blocking: {ids}\n")
-        for w in r.warnings:
-            out.write(f"  warning: {w}\n")
-        for run in r.runs:
-            if run.error:
-                out.write(f"  FAIL  loader {run.loader}: {run.error}\n")
-                continue
-            out.write(f"  loader {run.loader}: {run.batches} batch(es), {run.samples} samples; "
-                      f"{_fmt(run.samples_per_s)} samples/s, {_fmt(run.decoded_frames_per_s)} decoded frames/s; "
-                      f"first batch {_fmt(run.first_batch_s and run.first_batch_s * 1e3, ' ms', 0)}; "
-                      f"batch p50/p95/p99 {_fmt(run.p50_ms)}/{_fmt(run.p95_ms)}/{_fmt(run.p99_ms)} ms; "
-                      f"peak RSS {_mb(run.peak_rss_bytes)} (PSS {_mb(run.peak_pss_bytes)})\n")
-            for c in run.checks:
-                out.write(_check_line(c, f"{run.loader} "))
-        for c in r.checks:
-            out.write(_check_line(c, ""))
-        if r.error:
-            out.write(f"  FAIL  loader error: {r.error}\n")
-        out.write(f"  peak RSS of the process tree: {_mb(r.peak_rss_bytes)} (PSS {_mb(r.peak_pss_bytes)}, "
-                  f"shared pages counted once); {r.seconds:.1f} s\n\n")
-    n_fail = sum(1 for r in reports if r.failed)
-    out.write(f"Smoke: {len(reports)} dataset(s), {n_fail} failed, {len(blocked)} blocked by validate\n")
-
-
-def _check_line(c: CheckResult, prefix: str) -> str:
-    tag = {True: "pass", False: "FAIL", None: "skip"}[c.ok]
-    return f"  {tag:<5} {prefix}{c.name}: {c.detail}\n"
-
-
-def render_json(reports: list[SmokeReport], out: IO[str]) -> None:
-    """One JSON document: ``datasets`` (per target, with the validate report embedded) and ``summary``."""
-    doc = {
-        "datasets": [r.to_dict() for r in reports],
-        "summary": {"datasets": len(reports), "failed": sum(1 for r in reports if r.failed),
-                    "blocked": sum(1 for r in reports if r.blocked), "exit_status": exit_status(reports)},
-    }
-    json.dump(doc, out, indent=2, ensure_ascii=False)
-    out.write("\n")
