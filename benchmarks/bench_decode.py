@@ -102,7 +102,7 @@ def bench_clips(args, folder: Path) -> None:
 def bench_mixture(args, folder: Path) -> None:
     from lerobot_tools.dataset.targets import resolve_targets
     from lerobot_tools.diagnose import probe_targets
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     base = folder / "mixture"
     if base.exists():

@@ -1,6 +1,6 @@
 """Benchmark `lrtool validate --deep` on one ~1 GB data file: peak RSS (target < 300 MB) and rows/s.
 
-The dataset is generated with lerobot_tools.synth (v3.0, no video, 250 episodes x 2000 frames with a 512-float
+The dataset is generated with lerobot_tools.testing.synth (v3.0, no video, 250 episodes x 2000 frames with a 512-float
 extra vector, all in one data file). --deep streams only the index/timestamp columns in record batches.
 
     python benchmarks/bench_deep.py [--keep DIR]
@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import lrtool, measure  # noqa: E402
 
-from lerobot_tools.synth import SynthSpec, build_dataset  # noqa: E402
+from lerobot_tools.testing.synth import SynthSpec, build_dataset  # noqa: E402
 
 
 def main() -> None:

@@ -129,7 +129,7 @@ def parquet_bytes(root: Path) -> int:
 
 
 def build(root: Path, gb: float) -> None:
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     # ~4.8 kB of parquet per frame (1024 noise floats + state/action/index columns, measured)
     frames = int(gb * 1e9 / 4790)
@@ -185,9 +185,9 @@ def bench_rss(work: Path, small_gb: float, big_gb: float, samples: int) -> None:
 def bench_video(work: Path, size: str, batches: int) -> None:
     from torch.utils.data import DataLoader
 
-    from lerobot_tools import synth
+    from lerobot_tools.testing import synth
     from lerobot_tools.loaders import EpisodeAwareSampler, EpisodeShuffleStream, FrameDataset, collate_frames
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     # synth computes per-episode image statistics over full-resolution frames (~90 % of its build time at
     # 480p); the loaders never read them, so compute them on a 1/16 x 1/16 subsample here.

@@ -10,7 +10,7 @@ The server is ``tests/hubserver.py`` (stdlib HTTP on 127.0.0.1) running in this 
 scenario runs in a fresh Python process with its own ``HF_HOME`` and destination, and with
 ``HF_HUB_DISABLE_TELEMETRY=1``. Wall time is measured inside the child around the download call
 (imports excluded); ``proc s`` is the whole child process. Repos are synthetic LeRobot v2.1 datasets
-(``lerobot_tools.synth``, no video): 5 ``meta/`` files + 35 episode parquet files each.
+(``lerobot_tools.testing.synth``, no video): 5 ``meta/`` files + 35 episode parquet files each.
 
 Targets (issue 5): warm requests 0 with the lock; cold requests <= snapshot_download's; cold wall time
 no worse than snapshot_download's.
@@ -62,7 +62,7 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "status": status}))
 
 
 def build_repos(n_repos: int, n_episodes: int, workdir: Path) -> dict[str, dict[str, bytes]]:
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     repos = {}
     for i in range(n_repos):

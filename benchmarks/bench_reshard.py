@@ -1,6 +1,6 @@
 """Benchmark: ``lrtool reshard`` throughput and peak RSS against the naive copy, on one ~1 GB data file.
 
-Generates (``lerobot_tools.synth``, no videos, a large extra float32 vector feature of standard-normal
+Generates (``lerobot_tools.testing.synth``, no videos, a large extra float32 vector feature of standard-normal
 noise, so the data is incompressible) a v3.0 dataset whose single data file holds 250 episodes x 2000
 frames (~1.1 GB) in the defective layout, then measures in this one run, each in its own subprocess:
 
@@ -107,7 +107,7 @@ def run_child(code: str, *args: str) -> tuple[dict, float]:
 
 
 def generate(root: Path, args) -> Path:
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     spec = SynthSpec(
         version="v3.0",

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import lrtool, measure  # noqa: E402
 
-from lerobot_tools.synth import SynthSpec, build_dataset  # noqa: E402
+from lerobot_tools.testing.synth import SynthSpec, build_dataset  # noqa: E402
 
 
 def make_mixture(base: Path, n: int) -> Path:

@@ -18,7 +18,7 @@ from lerobot_tools.checks.schema import column_form, compare_feature
 from lerobot_tools.dataset.templates import template_problems
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.checks.engine import validate_target
-from lerobot_tools.synth import SynthSpec, build_dataset
+from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 
 

@@ -1,6 +1,6 @@
 """``lrtool diagnose-decode`` on small real datasets whose videos are encoded by ffmpeg during the tests.
 
-Datasets: a v3.0 AV1 dataset written by :mod:`lerobot_tools.synth` (LeRobot layout, 2 episodes per file), and
+Datasets: a v3.0 AV1 dataset written by :mod:`lerobot_tools.testing.synth` (LeRobot layout, 2 episodes per file), and
 v2.1 datasets written by synth without videos, around clips encoded with ``tests/videoclips.py``: H.264,
 HEVC 8/10-bit, HEVC 4:4:4, H.264 4:4:4, MPEG-4 Part 2; plus a broken copy (Git LFS pointer, truncated file,
 missing file) and one whose info.json lies about the codec. No GPU is needed: on this machine ``--device cuda``
@@ -53,7 +53,7 @@ CLIP_DATASETS = {
 def _clip_dataset(root: Path, encoder: str, pix_fmt: str, size: tuple[int, int], episodes: int = 2,
                   declared_codec: str | None = None, gop: int = 2, movflags: str | None = None) -> Path:
     """A v2.1 dataset (synth, no videos) with one clip per episode encoded by tests/videoclips.py."""
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     w, h = size
     build_dataset(root, SynthSpec(version="v2.1", episode_lengths=(FRAMES,) * episodes, fps=FPS, video_keys=(KEY,),
@@ -76,7 +76,7 @@ def _clip_dataset(root: Path, encoder: str, pix_fmt: str, size: tuple[int, int],
 @pytest.fixture(scope="session")
 def data(tmp_path_factory) -> dict[str, Path]:
     """All test datasets, built once per session (a few seconds)."""
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     base = tmp_path_factory.mktemp("diag")
     out: dict[str, Path] = {}
@@ -364,7 +364,7 @@ def test_decoded_frames_are_the_requested_ones(tmp_path):
     """torchcodec and PyAV return exactly the frames asked for (synth frames carry their own index)."""
     import numpy as np
 
-    from lerobot_tools.synth import SynthSpec, build_dataset, read_frame_id
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset, read_frame_id
 
     root = build_dataset(tmp_path / "ds", SynthSpec(version="v2.1", episode_lengths=(30,), video_codec="h264",
                                                    video_size=(64, 64), gop=10))

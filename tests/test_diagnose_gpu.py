@@ -44,7 +44,7 @@ if _REASON:
     pytest.skip(_REASON, allow_module_level=True)
 
 from lerobot_tools.diagnose import DiagnoseOptions, diagnose  # noqa: E402
-from lerobot_tools.synth import SynthSpec, build_dataset, read_frame_id  # noqa: E402
+from lerobot_tools.testing.synth import SynthSpec, build_dataset, read_frame_id  # noqa: E402
 from lerobot_tools.video.decode import decode_torchcodec, pick_frames  # noqa: E402
 
 

@@ -22,7 +22,7 @@ pytest.importorskip("torchcodec")
 if not torch.distributed.is_available():
     pytest.skip("torch.distributed is not available", allow_module_level=True)
 
-from lerobot_tools.synth import SynthSpec, build_dataset  # noqa: E402
+from lerobot_tools.testing.synth import SynthSpec, build_dataset  # noqa: E402
 
 LENGTHS = (8, 5, 11, 6, 9, 7)  # 46 frames: ranks of 23
 
@@ -31,7 +31,7 @@ WORKER = textwrap.dedent("""
     import torch.distributed as dist
     from torch.utils.data import DataLoader
     from lerobot_tools.loaders import EpisodeAwareSampler, EpisodeShuffleStream, FrameDataset, collate_frames
-    from lerobot_tools.synth import read_frame_id
+    from lerobot_tools.testing.synth import read_frame_id
 
     rank, world, init, root, cache, out = int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:]
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)

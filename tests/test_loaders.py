@@ -1,6 +1,6 @@
 """FrameDataset on real files: rows aligned to episodes, windows, video frames by time, tasks, decoders.
 
-Video frames are synthetic (lerobot_tools.synth): every decoded frame carries its (episode, frame) identity,
+Video frames are synthetic (lerobot_tools.testing.synth): every decoded frame carries its (episode, frame) identity,
 read back with synth.read_frame_id, so each test proves the RIGHT frame was decoded, including episodes
 that start in the middle of a v3.0 mp4.
 """
@@ -31,7 +31,7 @@ from lerobot_tools.loaders import (  # noqa: E402
     LoaderWarning,
     collate_frames,
 )
-from lerobot_tools.synth import SynthSpec, build_dataset, encode_video, frame_pixels, read_frame_id  # noqa: E402
+from lerobot_tools.testing.synth import SynthSpec, build_dataset, encode_video, frame_pixels, read_frame_id  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "datasets"

@@ -251,8 +251,8 @@ def test_excluded_episodes_from_opentau_json(tmp_path, clock):
 
 
 def test_synth_repos_subsets_and_pagination(tmp_path, clock):
-    """Bigger repos from lerobot_tools.synth: v3.0 with 8 data files and v2.1 with 30 episodes."""
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    """Bigger repos from lerobot_tools.testing.synth: v3.0 with 8 data files and v2.1 with 30 episodes."""
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     build_dataset(tmp_path / "s30", SynthSpec(version="v3.0", episode_lengths=[5] * 24, video_keys=(),
                                               video_codec=None, episodes_per_file=3))

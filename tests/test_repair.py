@@ -1,7 +1,7 @@
 """`lrtool repair`: every repairable check fixed on real broken files, data unchanged, idempotent, reversible.
 
 Each broken dataset is a copy of a committed fixture (``fixtures/datasets/broken_*``) or a variant built in
-tmp_path from :mod:`lerobot_tools.synth`. The "clean dataset it came from" is rebuilt with the same
+tmp_path from :mod:`lerobot_tools.testing.synth`. The "clean dataset it came from" is rebuilt with the same
 :class:`SynthSpec` as ``fixtures/generate.py`` (data parquet content depends only on the spec's seed and
 episodes, so it is rebuilt without videos).
 """
@@ -28,7 +28,7 @@ from lerobot_tools.cli import cli
 from lerobot_tools.dataset.targets import resolve_targets
 from lerobot_tools.repair import RepairOptions, apply as repair_apply, fixes, repair_target
 from lerobot_tools.repair import hfmeta
-from lerobot_tools.synth import build_dataset
+from lerobot_tools.testing.synth import build_dataset
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

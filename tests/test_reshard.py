@@ -1,7 +1,7 @@
 """``lrtool reshard``: episode-aligned, page-indexed row groups, never a lost row.
 
 Everything runs on real parquet files: copies of the committed fixtures (copied to tmp_path first, the
-fixtures are never modified) and datasets built with :mod:`lerobot_tools.synth`. The kill test runs
+fixtures are never modified) and datasets built with :mod:`lerobot_tools.testing.synth`. The kill test runs
 ``lrtool reshard`` in a subprocess and SIGKILLs it; the full-disk and read-only-filesystem tests use a
 real tmpfs when the test runs as root (skipped otherwise; a monkeypatched ENOSPC covers the same path).
 """
@@ -31,7 +31,7 @@ from lerobot_tools.checks.engine import ValidateOptions
 from lerobot_tools.cli import cli
 from lerobot_tools.dataset.model import Dataset
 from lerobot_tools.reshard import ReshardOptions, reshard, reshard_file
-from lerobot_tools.synth import SynthSpec, build_dataset
+from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 
 REPO = Path(__file__).resolve().parents[1]

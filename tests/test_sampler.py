@@ -157,7 +157,7 @@ def test_a_billion_frames_in_o_episodes_memory_with_instant_seek():
 def test_with_a_frame_dataset_and_episode_subset(tmp_path):
     pytest.importorskip("datasets")
     from lerobot_tools.loaders import FrameDataset
-    from lerobot_tools.synth import SynthSpec, build_dataset
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     root = tmp_path / "ds"
     build_dataset(root, SynthSpec(version="v3.0", episode_lengths=(6, 4, 8, 5), episodes_per_file=2, video_codec=None,

@@ -13,7 +13,7 @@ pytest.importorskip("datasets")
 from torch.utils.data import DataLoader  # noqa: E402
 
 from lerobot_tools.loaders import EpisodeShuffleStream, FrameDataset, collate_frames  # noqa: E402
-from lerobot_tools.synth import SynthSpec, build_dataset, read_frame_id  # noqa: E402
+from lerobot_tools.testing.synth import SynthSpec, build_dataset, read_frame_id  # noqa: E402
 
 LENGTHS = (9, 4, 12, 7, 10, 3, 8, 11, 6, 5)  # 75 frames
 

@@ -1,4 +1,4 @@
-"""Tests for lerobot_tools.synth (synthetic LeRobot datasets) and the committed fixtures.
+"""Tests for lerobot_tools.testing.synth (synthetic LeRobot datasets) and the committed fixtures.
 
 Everything is checked on real files: parquet read back with pyarrow/pandas, mp4 files encoded by the
 system ffmpeg and decoded with PyAV.
@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_tools.errors import LrtoolError
-from lerobot_tools.synth import (
+from lerobot_tools.testing.synth import (
     DEFAULT_FEATURES,
     FrameIdError,
     SynthSpec,
