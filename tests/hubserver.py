@@ -22,7 +22,8 @@ counted per route (``info``, ``tree``, ``head``, ``get``, ``cdn``, ``harness``, 
 (5xx), a connection dropped before the response or in the middle of the body, a delay, a success
 carrying ``RateLimit: ...;r=0``, or a body held half-sent until the test releases it.
 
-Use it as a context manager or through the ``hub_server`` pytest fixture; it stops by itself.
+Use it as a context manager or through the ``hub_server`` pytest fixture (``tests/conftest.py``); it stops
+by itself.
 """
 
 from __future__ import annotations
@@ -552,19 +553,3 @@ def copy_fixture(src: Path, dst: Path) -> Path:
     """Copy a committed fixture dataset (tests must not modify ``fixtures/``)."""
     shutil.copytree(src, dst)
     return dst
-
-
-try:
-    import pytest
-except ImportError:  # pragma: no cover - the benchmark imports this module without pytest
-    pytest = None
-
-if pytest is not None:
-    @pytest.fixture
-    def hub_server():
-        """A started :class:`HubServer` (page size 1000, no LFS), stopped after the test."""
-        srv = HubServer().start()
-        try:
-            yield srv
-        finally:
-            srv.stop()

@@ -19,11 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-try:
-    import videoclips
-except ImportError:  # pytest --import-mode=importlib does not put tests/ on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import videoclips
+from tests import videoclips
 
 from lerobot_tools.cli import cli
 from lerobot_tools.diagnose import DiagnoseOptions, compare_with_info, diagnose

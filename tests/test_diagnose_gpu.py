@@ -6,18 +6,11 @@ Skipped cleanly, with the reason, when no CUDA GPU is visible to torch or torchc
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-pytestmark = pytest.mark.gpu
+from tests import videoclips
 
-try:
-    import videoclips
-except ImportError:  # pytest --import-mode=importlib does not put tests/ on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import videoclips
+pytestmark = pytest.mark.gpu
 
 
 def _skip_reason() -> str | None:

@@ -18,14 +18,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-try:
-    import hubserver
-except ImportError:  # pytest --import-mode=importlib does not put tests/ on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import hubserver
-
-from hubserver import HubServer, git_blob_sha1, hub_server, read_folder  # noqa: F401  (fixture)
-
 from lerobot_tools._io import TMP_PREFIX
 from lerobot_tools.cli import cli
 from lerobot_tools.prefetch import PrefetchOptions, RequestBudget, prefetch
@@ -33,12 +25,16 @@ from lerobot_tools.prefetch import budget as budget_mod
 from lerobot_tools.prefetch.hub import RetryPolicy, parse_retry_after, ratelimit_reset
 from lerobot_tools.prefetch.local import read_metadata, read_tree_cache
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
+from tests import hubserver
+from tests.hubserver import HubServer, git_blob_sha1, read_folder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT / "fixtures" / "datasets"
 V21 = read_folder(FIXTURES / "clean_v21")
 V30 = read_folder(FIXTURES / "clean_v30")
 TOKEN = "hf_lrtoolTestSecretToken0123456789"
+
+pytestmark = pytest.mark.usefixtures("isolated_hub_env")
 
 
 class FakeClock(budget_mod.Clock):
@@ -58,25 +54,6 @@ class FakeClock(budget_mod.Clock):
             self.sleeps.append(round(seconds, 6))
             if seconds > 0:
                 self.t += seconds
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path):
-    """Per-test HF_HOME / HF_LEROBOT_HOME, no proxy for 127.0.0.1, no token, no telemetry, online."""
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    monkeypatch.setenv("HF_LEROBOT_HOME", str(tmp_path / "lerobot_home"))
-    no_proxy = ",".join(x for x in ("127.0.0.1", "localhost", os.environ.get("NO_PROXY", "")) if x)
-    monkeypatch.setenv("NO_PROXY", no_proxy)
-    monkeypatch.setenv("no_proxy", no_proxy)
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
-    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
-    from huggingface_hub.utils import close_session
-
-    close_session()  # the shared httpx client re-reads the proxy environment
-    yield
-    close_session()
 
 
 @pytest.fixture

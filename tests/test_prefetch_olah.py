@@ -18,20 +18,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-try:
-    import hubserver
-except ImportError:  # pytest --import-mode=importlib does not put tests/ on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import hubserver
-
 from lerobot_tools.prefetch import PrefetchOptions, prefetch
+from tests import hubserver
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT / "fixtures" / "datasets"
@@ -57,6 +51,7 @@ pytestmark = [
                               ".venv-olah: python3 -m venv .venv-olah && .venv-olah/bin/pip install olah)"),
     pytest.mark.skipif(GIT is None, reason="git is needed to build the repos olah serves"),
     pytest.mark.slow,
+    pytest.mark.usefixtures("isolated_hub_env"),
 ]
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "lrtool", "GIT_AUTHOR_EMAIL": "lrtool@example.invalid",
@@ -143,22 +138,6 @@ def olah(tmp_path_factory):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         log.close()
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
-    from huggingface_hub.utils import close_session
-
-    close_session()
-    yield
-    close_session()
 
 
 def test_prefetch_through_olah(olah, tmp_path):

@@ -10,11 +10,7 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import videoclips
-except ImportError:  # pytest --import-mode=importlib does not put tests/ on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import videoclips
+from tests import videoclips
 
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.video.mp4 import walk_mp4

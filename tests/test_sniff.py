@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-try:
-    import videoclips
-except ImportError:  # pytest --import-mode=importlib does not put tests/ on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import videoclips
+from tests import videoclips
 
 from lerobot_tools.sniff import HEAD_BYTES, TEXT_MAX_SIZE, Sniff, human_size, sniff
 

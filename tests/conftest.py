@@ -1,0 +1,44 @@
+"""Fixtures shared by several test modules.
+
+* ``hub_server``: a started :class:`tests.hubserver.HubServer` (real sockets on 127.0.0.1), stopped after the test.
+* ``isolated_hub_env``: a per-test Hugging Face environment (``HF_HOME`` and ``HF_LEROBOT_HOME`` under ``tmp_path``,
+  no proxy for 127.0.0.1, no token, no telemetry, online), for tests that talk to a local Hub server; request it
+  with ``pytestmark = pytest.mark.usefixtures("isolated_hub_env")``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.hubserver import HubServer
+
+
+@pytest.fixture
+def hub_server():
+    """A started :class:`HubServer` (page size 1000, no LFS), stopped after the test."""
+    srv = HubServer().start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def isolated_hub_env(monkeypatch, tmp_path):
+    """Per-test HF_HOME / HF_LEROBOT_HOME, no proxy for 127.0.0.1, no token, no telemetry, online."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    monkeypatch.setenv("HF_LEROBOT_HOME", str(tmp_path / "lerobot_home"))
+    no_proxy = ",".join(x for x in ("127.0.0.1", "localhost", os.environ.get("NO_PROXY", "")) if x)
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    monkeypatch.setenv("no_proxy", no_proxy)
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    from huggingface_hub.utils import close_session
+
+    close_session()  # the shared httpx client re-reads the proxy environment
+    yield
+    close_session()
