@@ -14,7 +14,7 @@ import pytest
 from lerobot_tools.checks import catalogue
 from lerobot_tools.checks.engine import ValidateOptions
 from lerobot_tools.checks.info import names_problem
-from lerobot_tools.checks.schema import column_form, compare_feature
+from lerobot_tools.dataset.features import column_form, compare_feature, hf_entry_agrees, hf_metadata_problems
 from lerobot_tools.dataset.templates import template_problems
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.checks.engine import validate_target
@@ -266,6 +266,29 @@ def test_compare_feature(arrow, feat, expected):
 def test_column_form():
     f = column_form(pa.list_(pa.list_(pa.float64(), 3)))
     assert (f.kind, f.value, f.depth, f.lengths, f.fixed) == ("list", "float64", 2, (None, 3), False)
+
+
+def test_hf_metadata_problems_one_rule_for_validate_and_repair():
+    schema = pa.schema([("action", pa.list_(pa.float32(), 6)), ("extra", pa.int64())])
+    feats = {"action": {"dtype": "float32", "shape": [6]}, "cam": {"dtype": "video", "shape": [8, 8, 3]}}
+
+    def kinds(raw, **kw):
+        return [(p.kind, p.feature) for p in hf_metadata_problems(feats, schema, raw, **kw)]
+
+    def doc(entries):
+        return json.dumps({"info": {"features": entries}})
+
+    good = {"feature": {"dtype": "float32", "_type": "Value"}, "length": 6, "_type": "List"}
+    assert kinds(None) == [("missing", None)] and kinds(None, has_pandas=True) == [("pandas", None)]
+    assert kinds("{not json") == [("unparseable", None)] and kinds('{"info": []}') == [("unparseable", None)]
+    assert kinds(doc({"action": good})) == []  # an undeclared column needs no entry
+    assert kinds(doc({})) == [("undescribed", "action")]
+    assert kinds(doc({"action": {"dtype": "float64", "_type": "Value"}})) == [("disagrees", "action")]
+    assert kinds(doc({"action": {"dtype": "float64", "_type": "Value"}}), drifted={"action"}) == []
+    assert kinds(doc({"action": good, "gone": good})) == [("stale", "gone")]
+    # a variable-length List entry agrees with a 1-D feature; `float` is datasets' spelling of float32
+    assert hf_entry_agrees(feats["action"], {"feature": {"dtype": "float", "_type": "Value"}, "_type": "Sequence"})
+    assert not hf_entry_agrees(feats["action"], {"dtype": "float32", "_type": "Value"})
 
 
 def test_names_problem():

@@ -7,7 +7,6 @@ reads more than this from a data file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,17 +68,6 @@ class FooterInfo:
             lo = mm[0] if lo is None else min(lo, mm[0])
             hi = mm[1] if hi is None else max(hi, mm[1])
         return None if lo is None else (lo, hi)
-
-    def hf_features(self) -> dict | None:
-        """The ``huggingface`` metadata's ``info.features`` dict, or None when absent or not parseable."""
-        raw = self.metadata.get("huggingface")
-        if raw is None:
-            return None
-        try:
-            feats = json.loads(raw).get("info", {}).get("features")
-        except (ValueError, AttributeError):
-            return None
-        return feats if isinstance(feats, dict) else None
 
 
 def read_footer(path: Path, rel: str | None = None) -> FooterInfo:

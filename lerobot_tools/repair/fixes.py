@@ -20,8 +20,10 @@ from functools import cached_property, partial
 from typing import Any, Callable
 
 from lerobot_tools.checks.info import names_problem
-from lerobot_tools.checks.schema import column_form, compare_feature
 from lerobot_tools.dataset import templates as tpl
+from lerobot_tools.dataset.features import (
+    column_form, compare_feature, drifted_columns, hf_entry_agrees, hf_metadata_problems, parse_hf_metadata,
+)
 from lerobot_tools.dataset.footers import FooterInfo, read_footer
 from lerobot_tools.dataset.model import DEFAULT_FEATURES, INFO_PATH, STATS_PATH, Dataset
 from lerobot_tools.errors import DatasetError
@@ -927,22 +929,14 @@ def _set_counter(rc: RepairContext, check: str, key: str, value: int, why: str, 
 
 
 # =========================================================================== S006 huggingface metadata
-def _drifted(rc: RepairContext, schema) -> set[str]:
-    out = set()
-    for f in schema:
-        feat = rc.feats.get(f.name)
-        if not isinstance(feat, dict) or compare_feature(f.name, feat, f.type):
-            out.add(f.name)
-    return out
-
-
 def fix_hf_metadata(rc: RepairContext) -> None:
     """S006: a data file without (or with wrong) ``huggingface`` schema metadata gets it rebuilt from info.json
     as ``datasets`` writes it (pitfalls A4, lerobot-format §5.3). Runs after every declaration change."""
     files = []
     for rel, footer in rc.footers.items():
         schema = rc.planned_schema(rel)
-        if hfmeta.hf_problems(rc.feats, schema, footer.metadata.get("huggingface"), _drifted(rc, schema)):
+        if hf_metadata_problems(rc.feats, schema, footer.metadata.get("huggingface"),
+                                drifted=drifted_columns(rc.feats, schema)):
             files.append(rel)
     if files:
         rc.restore_hf.update(files)
@@ -957,8 +951,8 @@ def finalize(rc: RepairContext) -> None:
         change = rc.parquet.get(rel)
         schema = rc.planned_schema(rel)
         raw = footer.metadata.get("huggingface")
-        doc = hfmeta.parse_hf(raw)
-        drifted = _drifted(rc, schema)
+        doc = parse_hf_metadata(raw)
+        drifted = drifted_columns(rc.feats, schema)
         if rel in rc.restore_hf:
             base = doc if doc is not None else {"info": {"features": {}}}
             new = copy.deepcopy(base)
@@ -990,7 +984,7 @@ def finalize(rc: RepairContext) -> None:
             feat = rc.feats.get(name)
             if entry is None and not isinstance(feat, dict):
                 continue
-            if entry is None or not hfmeta.entry_agrees(feat, entry) or not hfmeta._same_kind(entry, field_type):
+            if entry is None or not hf_entry_agrees(feat, entry) or not hfmeta.same_kind(entry, field_type):
                 feats[name] = hfmeta.declared_feature_json(feat if name not in drifted else None, field_type)
                 checks.add(check)
         if feats != old:

@@ -12,6 +12,8 @@
 
 For declared features the JSON follows info.json (lerobot builds its ``datasets.Features`` from info.json,
 ``feature_utils.get_hf_features_from_features``); undeclared columns are described from their Arrow type.
+This module *writes* the key; what counts as wrong metadata (check S006) and how an entry is read are
+decided in :mod:`lerobot_tools.dataset.features`, the same rules validate reports with.
 """
 
 from __future__ import annotations
@@ -19,21 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lerobot_tools.checks.schema import hf_dtype_shape
-
-_ARROW_VALUE = {
-    "halffloat": "float16", "float": "float32", "double": "float64",
-}
-
-
-def value_dtype(t: Any) -> str:
-    """``datasets`` ``Value`` dtype name of a scalar Arrow type (``float`` -> ``float32``)."""
-    import pyarrow as pa
-
-    if isinstance(t, pa.ExtensionType):
-        t = t.storage_type
-    name = str(t)
-    return _ARROW_VALUE.get(name, name)
+from lerobot_tools.dataset.features import hf_entry_agrees, value_dtype
 
 
 def arrow_feature_json(t: Any) -> Any:
@@ -72,66 +60,6 @@ def declared_feature_json(feat: dict | None, t: Any) -> Any:
     return {"shape": list(shape), "dtype": dtype, "_type": f"Array{len(shape)}D"}
 
 
-def _numpy(d: str) -> str:
-    return {"float": "float32", "double": "float64"}.get(d, d)
-
-
-def entry_agrees(feat: dict | None, entry: Any) -> bool:
-    """True when an existing metadata entry describes the declared feature as validate's S006 check reads it
-    (dtype equal; shape equal, or a variable-length list for a 1-D feature)."""
-    if not isinstance(feat, dict):
-        return entry is not None
-    got = hf_dtype_shape(entry)
-    dtype, shape = feat.get("dtype"), feat.get("shape")
-    if got is None or dtype in ("string", "language", "image") or not isinstance(shape, list):
-        return True
-    hdtype, hshape = got
-    hdtype = _numpy(hdtype)
-    if hdtype != dtype:
-        return False
-    return hshape is None or hshape == shape or (len(shape) == 1 and hshape == [None])
-
-
-def parse_hf(raw: bytes | str | None) -> dict | None:
-    """The parsed ``huggingface`` metadata document, or None when absent or not a JSON object with
-    ``info.features`` as a dict."""
-    if raw is None:
-        return None
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict) \
-            or not isinstance(doc["info"].get("features"), dict):
-        return None
-    return doc
-
-
-def hf_problems(feats: dict, schema: Any, raw: bytes | str | None, drifted: set[str] | frozenset = frozenset()) -> list[str]:
-    """What validate's S006 would report for a file with Arrow ``schema`` and metadata ``raw`` against the
-    declarations ``feats``; columns in ``drifted`` (with S002-S005 problems, which S006 leaves to those checks)
-    are skipped. Empty when the metadata is right."""
-    doc = parse_hf(raw)
-    if doc is None:
-        return ["missing" if raw is None else "unparseable"]
-    hf = doc["info"]["features"]
-    out = []
-    for name in schema.names:
-        feat = feats.get(name)
-        if (isinstance(feat, dict) and feat.get("dtype") == "video") or name in drifted:
-            continue
-        if name not in hf:
-            if isinstance(feat, dict):
-                out.append(f"no entry for {name!r}")
-            continue
-        if not entry_agrees(feat, hf[name]):
-            out.append(f"entry for {name!r} disagrees")
-    for name in hf:
-        if name not in feats and name not in schema.names:
-            out.append(f"stale entry {name!r}")
-    return out
-
-
 def rebuild_features(feats: dict, schema: Any, old: dict | None, drifted: set[str] | frozenset = frozenset()) -> dict:
     """``info.features`` for a file with Arrow ``schema``: entries of ``old`` that still agree are kept as
     they are (e.g. a ``Sequence`` written by datasets < 4 stays), the others are rebuilt; order = columns.
@@ -141,16 +69,16 @@ def rebuild_features(feats: dict, schema: Any, old: dict | None, drifted: set[st
         feat = feats.get(f.name)
         prev = (old or {}).get(f.name)
         if f.name in drifted:
-            out[f.name] = prev if prev is not None and _same_kind(prev, f.type) else arrow_feature_json(f.type)
+            out[f.name] = prev if prev is not None and same_kind(prev, f.type) else arrow_feature_json(f.type)
             continue
-        if prev is not None and entry_agrees(feat, prev) and _same_kind(prev, f.type):
+        if prev is not None and hf_entry_agrees(feat, prev) and same_kind(prev, f.type):
             out[f.name] = prev
         else:
             out[f.name] = declared_feature_json(feat, f.type)
     return out
 
 
-def _same_kind(entry: Any, t: Any) -> bool:
+def same_kind(entry: Any, t: Any) -> bool:
     """The entry's list-ness matches the Arrow type (a List entry for a scalar column is stale)."""
     import pyarrow as pa
 
