@@ -138,6 +138,15 @@ def check_cycle(root: Path, fixed: set[str], **opts):
 
 
 # ---------------------------------------------------------------------- clean datasets
+def test_dataset_named_twice_is_repaired_once(tmp_path):
+    root = copy_fixture("broken_wrong_totals", tmp_path)
+    mix = tmp_path / "mixture.txt"
+    mix.write_text(f"{root}\n{tmp_path}/../{tmp_path.name}/broken_wrong_totals\n")
+    r = cli_run("--dry-run", mix, root)
+    assert r.exit_code == 0, r.output
+    assert "Summary: dry run of 1 dataset(s)" in r.output
+
+
 @pytest.mark.parametrize("name", ["clean_v21", "clean_v30"])
 def test_clean_dataset_changes_zero_bytes_and_makes_no_backup(tmp_path, name):
     root = copy_fixture(name, tmp_path)

@@ -157,3 +157,12 @@ def test_episode_spec():
     for bad in ("", "a", "3-1", "-1"):
         with pytest.raises(ValueError):
             mixture.parse_episode_spec(bad)
+
+
+def test_duplicate_of_names_the_first_occurrence_of_each_dataset(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (tmp_path / "link").symlink_to(a)
+    ts = targets.resolve_targets([str(a), str(b), str(tmp_path / "link"), str(b / ".." / "a"), "no/such@x",
+                                  "no/such@x", "other/repo"])
+    assert targets.duplicate_of(ts) == [None, None, 0, 0, None, 4, None]

@@ -36,7 +36,7 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt):
     or was rolled back; 2 the tool could not run.
     """
     from lerobot_tools.checks.catalogue import expand_selection
-    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.dataset.targets import duplicate_of, resolve_targets
     from lerobot_tools.errors import LrtoolError
     from lerobot_tools.repair import RepairOptions, repair_target, undo as run_undo
     from lerobot_tools.repair import diff
@@ -51,12 +51,7 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt):
         resolved = resolve_targets(list(targets))
     except LrtoolError as exc:
         fail(str(exc))
-    seen, unique = set(), []
-    for t in resolved:  # a mixture may name one dataset several times (e.g. one entry per camera)
-        key = str(t.root.resolve()) if t.root is not None else f"?{t.spec}"
-        if key not in seen:
-            seen.add(key)
-            unique.append(t)
+    unique = [t for t, dup in zip(resolved, duplicate_of(resolved)) if dup is None]
     options = RepairOptions(only=sel, drop_undeclared=drop_undeclared, move_files=move_files)
     docs, status = [], 0
     for t in unique:

@@ -221,3 +221,24 @@ def resolve_targets(args: list[str]) -> list[Target]:
     for arg in args:
         out.extend(resolve_target(arg))
     return out
+
+
+def duplicate_of(targets: list[Target]) -> list[int | None]:
+    """For each target, the position of the first earlier target naming the same dataset, else None.
+
+    A mixture may name one dataset several times (one entry per camera, or two episode subsets); commands
+    that change files work on each dataset once. Two resolved targets are the same dataset when their roots
+    are the same real folder (symlinks and ``..`` resolved); two unresolved targets when their specs are
+    equal (the same request fails the same way).
+
+    Returns:
+        A list as long as ``targets``: None for a first occurrence, else the index of that occurrence.
+    """
+    first: dict[str, int] = {}
+    out: list[int | None] = []
+    for i, t in enumerate(targets):
+        key = str(Path(t.root).resolve()) if t.root is not None else f"?{t.spec}"
+        out.append(first.get(key))
+        first.setdefault(key, i)
+    return out
+
