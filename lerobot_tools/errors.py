@@ -32,3 +32,24 @@ class UsageError(LrtoolError):
 
 class DatasetError(LrtoolError):
     """A dataset file could not be read or has the wrong structure (missing, malformed, corrupt)."""
+
+
+def one_line(exc: BaseException, limit: int | None = 200, *, typed: bool = False) -> str:
+    """One line describing ``exc``, for a report line or an error message.
+
+    pyarrow, torch and FFmpeg messages can run to many lines (C++ backtraces, hints); lrtool prints one line
+    per problem. This is the one place that rule lives.
+
+    Args:
+        exc: any exception.
+        limit: longest message part in characters; a longer one is cut to ``limit - 1`` characters plus
+            ``"…"``. None: no limit.
+        typed: prefix the exception's class name (``"ArrowInvalid: ..."``); the prefix is not counted in ``limit``.
+
+    Returns:
+        The first non-blank line of ``str(exc)``, stripped, or the class name when the message is empty.
+    """
+    text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "") or type(exc).__name__
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{type(exc).__name__}: {text}" if typed else text

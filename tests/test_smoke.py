@@ -21,7 +21,7 @@ pytest.importorskip("datasets")
 from click.testing import CliRunner  # noqa: E402
 
 from lerobot_tools.cli import cli  # noqa: E402
-from lerobot_tools.smoke import RssMonitor, one_line  # noqa: E402
+from lerobot_tools.smoke import RssMonitor, loader_error_line  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "datasets"
@@ -183,4 +183,4 @@ def test_one_line_unwraps_dataloader_worker_errors():
     with pytest.raises(FrameTimestampError) as exc:
         wrapped.reraise()
     assert "Traceback" in str(exc.value)
-    assert one_line(exc.value) == "FrameTimestampError in a DataLoader worker: videos/x.mp4: episode 1: query 2.1 s has no frame"
+    assert loader_error_line(exc.value) == "FrameTimestampError in a DataLoader worker: videos/x.mp4: episode 1: query 2.1 s has no frame"

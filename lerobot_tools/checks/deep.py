@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lerobot_tools.checks.context import CheckContext
+from lerobot_tools.errors import one_line
 
 BATCH_ROWS = 65_536
 
@@ -176,8 +177,7 @@ def run(ctx: CheckContext) -> None:
         try:
             scan = scan_file(ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset, list_columns=list_cols)
         except Exception as exc:  # corrupt data pages behind a valid footer
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            ctx.emit("F007", f"data pages cannot be read ({text[:160]})", rel)
+            ctx.emit("F007", f"data pages cannot be read ({one_line(exc, 160)})", rel)
             global_offset = None
             continue
         if global_offset is not None:

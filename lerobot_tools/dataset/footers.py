@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lerobot_tools.errors import DatasetError
+from lerobot_tools.errors import DatasetError, one_line
 
 #: integer index columns whose per-row-group min/max are collected from the footer statistics
 INDEX_COLUMNS = ("episode_index", "task_index", "index", "frame_index")
@@ -86,8 +86,7 @@ def read_footer(path: Path, rel: str | None = None) -> FooterInfo:
     except FileNotFoundError:
         raise DatasetError("file is missing", rel) from None
     except Exception as exc:  # ArrowInvalid, OSError ...
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatasetError(f"not a readable parquet file ({text[:160]})", rel) from None
+        raise DatasetError(f"not a readable parquet file ({one_line(exc, 160)})", rel) from None
     meta = {}
     for k, v in (schema.metadata or {}).items():
         try:

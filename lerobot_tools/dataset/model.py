@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from lerobot_tools.dataset import templates as tpl
-from lerobot_tools.errors import DatasetError
+from lerobot_tools.errors import DatasetError, one_line
 
 INFO_PATH = "meta/info.json"
 STATS_PATH = "meta/stats.json"
@@ -411,7 +411,7 @@ class Dataset:
                 names = [n for n in pf.schema_arrow.names if not n.startswith("stats/")]
                 table = pf.read(columns=names)
             except Exception as exc:  # pyarrow raises ArrowInvalid/OSError with long texts
-                raise DatasetError(f"cannot be read as parquet ({_short(exc)})", rel) from None
+                raise DatasetError(f"cannot be read as parquet ({one_line(exc, 160)})", rel) from None
             cols = {n: table.column(n).to_pylist() for n in names}
             if "episode_index" not in cols:
                 raise DatasetError("has no episode_index column", rel)
@@ -493,7 +493,7 @@ class Dataset:
             pf = pq.ParquetFile(path)
             table = pf.read()
         except Exception as exc:
-            raise DatasetError(f"cannot be read as parquet ({_short(exc)})", rel) from None
+            raise DatasetError(f"cannot be read as parquet ({one_line(exc, 160)})", rel) from None
         meta = pf.schema_arrow.metadata or {}
         index_columns: list = []
         if b"pandas" in meta:
@@ -607,12 +607,6 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"Dataset({str(self.root)!r}, codebase_version={self.codebase_version!r})"
-
-
-def _short(exc: BaseException, limit: int = 160) -> str:
-    """First line of an exception message, trimmed (pyarrow messages can be very long)."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def open_dataset(root: str | os.PathLike) -> Dataset:

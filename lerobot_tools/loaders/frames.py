@@ -40,7 +40,7 @@ import pyarrow as pa
 import torch
 
 from lerobot_tools.dataset.model import Dataset, Episode
-from lerobot_tools.errors import DatasetError
+from lerobot_tools.errors import DatasetError, one_line
 from lerobot_tools.loaders.video import DecoderCache, DecoderStats, FrameTimestampError, VideoDecodeError
 
 __all__ = ["FrameDataset", "LoaderWarning", "collate_frames", "FrameTimestampError", "VideoDecodeError"]
@@ -629,9 +629,7 @@ def _load_parquet(files: list[str], cache_dir, progress: bool, root: Path):
         return datasets.load_dataset("parquet", data_files=files, split="train",
                                      cache_dir=str(cache_dir) if cache_dir is not None else None)
     except Exception as exc:
-        text = str(exc).strip().splitlines()
-        first = text[0] if text else type(exc).__name__
-        raise DatasetError(f"datasets cannot load the data parquet files ({type(exc).__name__}: {first[:200]})",
+        raise DatasetError(f"datasets cannot load the data parquet files ({one_line(exc, typed=True)})",
                            root) from None
     finally:
         if was_enabled and not progress:

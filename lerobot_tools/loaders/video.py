@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from lerobot_tools.errors import DatasetError
+from lerobot_tools.errors import DatasetError, one_line
 
 #: Environment variable lerobot reads for its decoder cache size; honoured here too.
 CACHE_SIZE_ENV = "LEROBOT_VIDEO_DECODER_CACHE_SIZE"
@@ -135,7 +135,7 @@ class DecoderCache:
             dec = VideoDecoder(key, seek_mode="approximate", dimension_order="NCHW",
                                num_ffmpeg_threads=self.num_ffmpeg_threads)
         except Exception as exc:  # torchcodec raises RuntimeError/ValueError with FFmpeg texts
-            raise VideoDecodeError(f"torchcodec cannot open it ({_first_line(exc)})", display or key) from None
+            raise VideoDecodeError(f"torchcodec cannot open it ({one_line(exc)})", display or key) from None
         self.stats.opens += 1
         self._decoders[key] = dec
         while len(self._decoders) > self.max_open:
@@ -190,7 +190,7 @@ class DecoderCache:
         try:
             batch = dec.get_frames_at(uniq)
         except Exception as exc:
-            raise VideoDecodeError(f"decoding frames {uniq[0]}-{uniq[-1]} failed ({_first_line(exc)})", name) from None
+            raise VideoDecodeError(f"decoding frames {uniq[0]}-{uniq[-1]} failed ({one_line(exc)})", name) from None
         # closest decoded frame to every query (lerobot compares every query with every loaded frame)
         q = torch.tensor([float(t) for t in times_s], dtype=torch.float64)
         pts = batch.pts_seconds.to(torch.float64)
@@ -206,7 +206,3 @@ class DecoderCache:
         return batch.data.index_select(0, order)
 
 
-def _first_line(exc: BaseException, limit: int = 200) -> str:
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from lerobot_tools.errors import DatasetError
+from lerobot_tools.errors import DatasetError, one_line
 from lerobot_tools.reshard.model import (
     DICT_DISTINCT_RATIO,
     DICT_MIN_SAMPLE,
@@ -45,7 +45,7 @@ def _guarded(batches: Iterator, what: str) -> Iterator:
         except StopIteration:
             return
         except Exception as exc:
-            raise ReadError(f"cannot read {what} ({type(exc).__name__}: {_short(exc, 160)})") from None
+            raise ReadError(f"cannot read {what} ({one_line(exc, 160, typed=True)})") from None
         yield batch
 
 
@@ -107,11 +107,6 @@ def _prefetched(items: Iterator, depth: int = PREFETCH) -> Iterator:
         thread.join()
 
 
-def _short(exc: BaseException, limit: int = 200) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _os_message(exc: OSError) -> str:
     """``No space left on device (errno 28)`` from an OSError raised by Python or pyarrow."""
     code = exc.errno
@@ -122,7 +117,7 @@ def _os_message(exc: OSError) -> str:
         code = int(m.group(1)) if m else None
     if code:
         return f"{os.strerror(code)} (errno {code}: {errno_mod.errorcode.get(code, '?')})"
-    return _short(exc)
+    return one_line(exc)
 
 
 def file_conformance(footer, options: ReshardOptions) -> list[str]:

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Iterable
 
 from lerobot_tools import _io
-from lerobot_tools.errors import DatasetError, LrtoolError
+from lerobot_tools.errors import DatasetError, LrtoolError, one_line
 from lerobot_tools.reshard.model import DatasetResult, FileResult, ReshardOptions, ReshardRun, ShardCount
-from lerobot_tools.reshard.read import _short
 from lerobot_tools.reshard.write import reshard_file
 
 
@@ -136,7 +135,7 @@ def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jo
                     except Exception as exc:  # a worker died (OOM-killed...): report, keep going
                         w = work[i]
                         results[i] = FileResult(dataset=w.dataset, relpath=w.relpath,
-                                                error=f"worker process failed ({type(exc).__name__}: {_short(exc)}); "
+                                                error=f"worker process failed ({one_line(exc, typed=True)}); "
                                                       "original left untouched")
                     bar.update(work[i].size)
         else:

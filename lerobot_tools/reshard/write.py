@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from lerobot_tools import _io
-from lerobot_tools.errors import DatasetError, LrtoolError
+from lerobot_tools.errors import DatasetError, LrtoolError, one_line
 from lerobot_tools.reshard.model import (
     BATCH_BYTES,
     MAX_ATTEMPTS,
@@ -28,7 +28,6 @@ from lerobot_tools.reshard.read import (
     _open,
     _os_message,
     _prefetched,
-    _short,
     _writer_options,
     file_conformance,
 )
@@ -203,7 +202,7 @@ def reshard_file(path: Path, relpath: str, options: ReshardOptions, *, dataset: 
         res.error = f"cannot write the new file: {_os_message(exc)}; original left untouched"
     except Exception as exc:  # pyarrow refusing to write what it read: a bug worth reporting
         res.status = "failed"
-        res.error = f"cannot rewrite ({type(exc).__name__}: {_short(exc)}); original left untouched"
+        res.error = f"cannot rewrite ({one_line(exc, typed=True)}); original left untouched"
     finally:
         res.seconds = round(time.perf_counter() - t0, 3)
     return res

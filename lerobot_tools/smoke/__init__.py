@@ -35,7 +35,7 @@ from lerobot_tools.smoke.model import (
     TOLERATED,
 )
 from lerobot_tools.smoke.monitor import RssMonitor
-from lerobot_tools.smoke.pipeline import LoaderFailed, one_line, smoke, smoke_target
+from lerobot_tools.smoke.pipeline import LoaderFailed, loader_error_line, smoke, smoke_target
 from lerobot_tools.smoke.render import exit_status, render_json, render_text
 
 __all__ = [
@@ -48,7 +48,7 @@ __all__ = [
     "SmokeReport",
     "TOLERATED",
     "exit_status",
-    "one_line",
+    "loader_error_line",
     "render_json",
     "render_text",
     "smoke",

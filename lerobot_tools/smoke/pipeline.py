@@ -13,7 +13,7 @@ import numpy as np
 
 from lerobot_tools.checks.catalogue import ERROR
 from lerobot_tools.dataset.targets import Target, resolve_targets
-from lerobot_tools.errors import LrtoolError, UsageError
+from lerobot_tools.errors import LrtoolError, UsageError, one_line
 from lerobot_tools.report import DatasetReport
 from lerobot_tools.smoke.model import (
     ORDER_CHECK_MAX_FRAMES,
@@ -26,8 +26,9 @@ from lerobot_tools.smoke.model import (
 from lerobot_tools.smoke.monitor import RssMonitor
 
 
-def one_line(exc: BaseException) -> str:
-    """A one-line description of ``exc``; for an error re-raised from a DataLoader worker, the original line."""
+def loader_error_line(exc: BaseException) -> str:
+    """:func:`lerobot_tools.errors.one_line` of ``exc``, class name included except for lrtool's own errors;
+    for an error re-raised from a DataLoader worker, the original exception's line."""
     text = str(exc).strip()
     if "Original Traceback" in text:
         lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -36,8 +37,7 @@ def one_line(exc: BaseException) -> str:
         if sep and "." in head and " " not in head:  # "lerobot_tools.x.FrameTimestampError: message"
             return f"{head.rsplit('.', 1)[-1]} in a DataLoader worker: {tail}"
         return last
-    line = text.splitlines()[0] if text else ""
-    return line if isinstance(exc, (LrtoolError, LoaderFailed)) else f"{type(exc).__name__}: {line}"
+    return one_line(exc, None, typed=not isinstance(exc, (LrtoolError, LoaderFailed)))
 
 
 class LoaderFailed(Exception):
@@ -70,7 +70,7 @@ def _iterate(loader):
     try:
         yield it
     except Exception as exc:
-        failure = one_line(exc)
+        failure = loader_error_line(exc)
     finally:
         _close(it)
     if failure is not None:
@@ -326,14 +326,14 @@ def smoke_target(target: Target, report: DatasetReport, options: SmokeOptions) -
                 try:
                     rep.runs.append(_run_loader(kind, meta, episodes, options, mon, labels))
                 except Exception as exc:  # this loader failed; the others still run
-                    rep.runs.append(LoaderRun(kind, error=one_line(exc), peak_rss_bytes=mon.section_peak))
+                    rep.runs.append(LoaderRun(kind, error=loader_error_line(exc), peak_rss_bytes=mon.section_peak))
                     del exc
             for kind in options.loaders:
                 if probe.num_frames <= options.epoch_max_frames:
                     try:
                         rep.checks.append(_epoch_check(kind, meta, episodes, options))
                     except Exception as exc:
-                        rep.checks.append(CheckResult(f"{kind}-full-epoch", False, one_line(exc)))
+                        rep.checks.append(CheckResult(f"{kind}-full-epoch", False, loader_error_line(exc)))
                 else:
                     rep.checks.append(CheckResult(f"{kind}-full-epoch", None,
                                                   f"{probe.num_frames} frames > --epoch-max-frames "
@@ -342,7 +342,7 @@ def smoke_target(target: Target, report: DatasetReport, options: SmokeOptions) -
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # a loader failure is a failed smoke test, reported in one line
-            rep.error = one_line(exc)
+            rep.error = loader_error_line(exc)
     rep.peak_rss_bytes, rep.peak_pss_bytes = mon.peak, mon.peak_pss
     seen: list[str] = []
     for w in caught:

@@ -3,7 +3,7 @@
 Everything is imported lazily inside :func:`collect_environment` and guarded: a missing package, a CUDA
 torchcodec wheel next to a CPU torch (``libnvrtc.so.13: cannot open shared object file``), no driver,
 no ``nvidia-smi`` — each becomes a one-line ``error``/note, never a traceback. Importing this module
-imports only the standard library.
+imports only the standard library (and :mod:`lerobot_tools.errors`).
 
 How each fact is found (sources: lrtool's video-decode survey §2, torchcodec 0.13 sources):
 
@@ -36,6 +36,8 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 
+from lerobot_tools.errors import one_line
+
 _SO_RE = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
 
 
@@ -56,7 +58,7 @@ def one_line_error(exc: BaseException, limit: int = 220) -> str:
     m = _SO_RE.search(blob)
     if m:
         return f"cannot load {m.group(1)} (cannot open shared object file)"
-    first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "") or type(exc).__name__
+    first = one_line(exc, None)
     first = re.sub(r"^\S*\.cpp:\d+,\s*", "", re.sub(r"^[A-Za-z]+, /\S+\.cpp:\d+, ", "", first))
     msg = f"{type(exc).__name__}: {first}"
     return msg if len(msg) <= limit else msg[: limit - 1] + "…"
