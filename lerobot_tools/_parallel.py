@@ -1,8 +1,8 @@
-"""Map a function over per-dataset work items in worker processes, in order, with a progress bar.
+"""Map a function over work items in worker processes, results in input order, with a progress bar.
 
-Used by the commands that process mixtures dataset by dataset (validate, diagnose-decode). Workers are forked
-(cheap on Linux, no re-import); results come back in input order; the bar goes to stderr and is shown by
-default only for several items on a terminal.
+The one process pool of lrtool: validate and diagnose-decode map over datasets, reshard over data files
+(weighted by size, with byte progress). Workers are forked (cheap on Linux, no re-import); results come back
+in input order; the bar goes to stderr and is shown by default only on a terminal.
 """
 
 from __future__ import annotations
@@ -16,31 +16,76 @@ R = TypeVar("R")
 
 
 def map_ordered(fn: Callable[[T], R], items: Iterable[T], *, jobs: int = 1, desc: str = "",
-                unit: str = "dataset", progress: bool | None = None) -> list[R]:
+                unit: str = "dataset", progress: bool | None = None,
+                weight: Callable[[T], int] | None = None,
+                inline: Callable[[T, Callable[[int], None]], R] | None = None,
+                label: Callable[[T], str] | None = None,
+                on_worker_error: Callable[[T, BaseException], R] | None = None) -> list[R]:
     """``[fn(x) for x in items]``, in ``jobs`` worker processes when ``jobs > 1`` (0 = one per CPU).
 
     ``fn`` and the items must be picklable (module-level function, dataclasses). Exceptions raised by ``fn``
     propagate; callers that must not fail on one item catch inside ``fn``.
+
+    Args:
+        fn: the work, run in a worker process (or here when ``jobs == 1`` and no ``inline``).
+        items: work items.
+        jobs: worker processes (1 = this process, 0 = one per CPU).
+        desc, unit: the progress bar's label and unit.
+        progress: show the bar on stderr; None = only on a terminal, and only for several items unless
+            ``weight`` is given.
+        weight: progress units of an item (e.g. its size in bytes; the bar then counts with SI prefixes);
+            None = 1 per item.
+        inline: in this process (``jobs == 1``), ``inline(item, tick)`` runs instead of ``fn(item)`` and may
+            call ``tick(n)`` to advance the bar by ``n`` units while it works (the rest of the item's weight is
+            added when it returns).
+        label: a short text shown next to the bar while an item runs in this process.
+        on_worker_error: for an exception raised in or by a worker process (e.g. a worker killed for memory),
+            the result to use instead of raising.
+
+    Returns:
+        The results, in the order of ``items``.
     """
     from tqdm import tqdm
 
     work = list(items)
     if jobs == 0:
         jobs = os.cpu_count() or 1
-    show = progress if progress is not None else (len(work) > 1 and sys.stderr.isatty())
-    out: list[R] = []
-    with tqdm(total=len(work), desc=desc, unit=unit, file=sys.stderr, disable=not show, leave=False) as bar:
+    weights = [weight(x) for x in work] if weight is not None else [1] * len(work)
+    show = progress if progress is not None else ((len(work) > 1 or weight is not None) and sys.stderr.isatty())
+    out: list = [None] * len(work)
+    with tqdm(total=sum(weights), desc=desc, unit=unit, unit_scale=weight is not None, file=sys.stderr,
+              disable=not show, leave=False) as bar:
         if jobs > 1 and len(work) > 1:
             import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures import ProcessPoolExecutor, as_completed
 
             ctx = mp.get_context("fork") if hasattr(os, "fork") else None
             with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
-                for res in pool.map(fn, work, chunksize=max(1, len(work) // (jobs * 8))):
-                    out.append(res)
-                    bar.update(1)
+                futures = {pool.submit(fn, x): i for i, x in enumerate(work)}
+                for fut in as_completed(futures):
+                    i = futures[fut]
+                    try:
+                        out[i] = fut.result()
+                    except Exception as exc:
+                        if on_worker_error is None:
+                            raise
+                        out[i] = on_worker_error(work[i], exc)
+                    bar.update(weights[i])
         else:
-            for item in work:
-                out.append(fn(item))
-                bar.update(1)
+            for i, x in enumerate(work):
+                if inline is None:
+                    out[i] = fn(x)
+                    bar.update(weights[i])
+                    continue
+                done = 0
+
+                def tick(n: int) -> None:
+                    nonlocal done
+                    done += n
+                    bar.update(n)
+
+                if label is not None:
+                    bar.set_postfix_str(label(x), refresh=False)
+                out[i] = inline(x, tick)
+                bar.update(max(0, weights[i] - done))
     return out

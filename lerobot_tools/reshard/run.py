@@ -4,13 +4,13 @@ progress (:func:`reshard`, :func:`reshard_resolved`)."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from lerobot_tools import _io
+from lerobot_tools._parallel import map_ordered
 from lerobot_tools.errors import DatasetError, LrtoolError, one_line
 from lerobot_tools.reshard.model import DatasetResult, FileResult, ReshardOptions, ReshardRun, ShardCount
 from lerobot_tools.reshard.write import reshard_file
@@ -29,6 +29,17 @@ class _Work:
 
 def _run_work(w: _Work) -> FileResult:
     return reshard_file(Path(w.path), w.relpath, w.options, dataset=w.dataset, expected_episodes=w.expected)
+
+
+def _run_work_here(w: _Work, tick) -> FileResult:
+    return reshard_file(Path(w.path), w.relpath, w.options, dataset=w.dataset, expected_episodes=w.expected,
+                        progress=tick)
+
+
+def _worker_failed(w: _Work, exc: BaseException) -> FileResult:
+    """A worker process died (OOM-killed ...): report the file, keep going."""
+    return FileResult(dataset=w.dataset, relpath=w.relpath,
+                      error=f"worker process failed ({one_line(exc, typed=True)}); original left untouched")
 
 
 def _prepare(target, options: ReshardOptions) -> tuple[DatasetResult, list[tuple[str, str, list[int]]]]:
@@ -88,13 +99,9 @@ def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jo
     Returns:
         A :class:`ReshardRun` (never raises for bad datasets or files; see ``error`` fields).
     """
-    from tqdm import tqdm
-
     options = options or ReshardOptions()
     options.check()
     t0 = time.perf_counter()
-    if jobs == 0:
-        jobs = os.cpu_count() or 1
     run = ReshardRun(options=options)
     work: list[_Work] = []
     seen: dict[str, int] = {}
@@ -116,43 +123,9 @@ def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jo
                 size = 0
             work.append(_Work(len(run.datasets) - 1, p, rel, target.spec, eps, options, size))
 
-    show = progress if progress is not None else sys.stderr.isatty()
-    bar = tqdm(total=sum(w.size for w in work), desc="reshard", unit="B", unit_scale=True,
-               file=sys.stderr, disable=not show, leave=False)
-    results: list[FileResult | None] = [None] * len(work)
-    try:
-        if jobs > 1 and len(work) > 1:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            ctx = mp.get_context("fork") if hasattr(os, "fork") else None
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-                futures = {pool.submit(_run_work, w): i for i, w in enumerate(work)}
-                for fut in as_completed(futures):
-                    i = futures[fut]
-                    try:
-                        results[i] = fut.result()
-                    except Exception as exc:  # a worker died (OOM-killed...): report, keep going
-                        w = work[i]
-                        results[i] = FileResult(dataset=w.dataset, relpath=w.relpath,
-                                                error=f"worker process failed ({one_line(exc, typed=True)}); "
-                                                      "original left untouched")
-                    bar.update(work[i].size)
-        else:
-            for i, w in enumerate(work):
-                done = 0
-
-                def tick(n: int) -> None:
-                    nonlocal done
-                    done += n
-                    bar.update(n)
-
-                bar.set_postfix_str(w.relpath[-40:], refresh=False)
-                results[i] = reshard_file(Path(w.path), w.relpath, options, dataset=w.dataset,
-                                          expected_episodes=w.expected, progress=tick)
-                bar.update(max(0, w.size - done))
-    finally:
-        bar.close()
+    results = map_ordered(_run_work, work, jobs=jobs, desc="reshard", unit="B", progress=progress,
+                          weight=lambda w: w.size, inline=_run_work_here, label=lambda w: w.relpath[-40:],
+                          on_worker_error=_worker_failed)
     for w, r in zip(work, results):
         assert r is not None
         run.datasets[w.index].files.append(r)
