@@ -79,14 +79,25 @@ def atomic_write_text(target: Path, text: str) -> None:
     atomic_write_bytes(Path(target), text.encode("utf-8"))
 
 
-def clean_stale_temps(root: Path) -> list[Path]:
-    """Remove temporary files a killed lrtool run left below ``root``; return what was removed."""
+def clean_stale_temps(root: Path, *, dry_run: bool = False) -> list[Path]:
+    """Remove temporary files (:data:`TMP_PREFIX`) a killed lrtool run left below ``root``, ``.git`` excluded.
+
+    Args:
+        root: the dataset folder.
+        dry_run: only list them.
+
+    Returns:
+        The files removed (listed, on a dry run).
+    """
     removed: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != ".git"]
         for name in filenames:
             if name.startswith(TMP_PREFIX):
                 p = Path(dirpath, name)
+                if dry_run:
+                    removed.append(p)
+                    continue
                 with contextlib.suppress(OSError):
                     p.unlink()
                     removed.append(p)

@@ -67,19 +67,8 @@ def _prepare(target, options: ReshardOptions) -> tuple[DatasetResult, list[tuple
     if not files:
         dres.error = "the episode metadata references no data files"
     root = Path(target.root)
-    if options.dry_run:
-        dres.removed_temps = sorted(str(p.relative_to(root)) for p in _find_temps(root))
-    else:
-        dres.removed_temps = sorted(str(p.relative_to(root)) for p in _io.clean_stale_temps(root))
+    dres.removed_temps = sorted(str(p.relative_to(root)) for p in _io.clean_stale_temps(root, dry_run=options.dry_run))
     return dres, files
-
-
-def _find_temps(root: Path) -> list[Path]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
-        out += [Path(dirpath, n) for n in filenames if n.startswith(_io.TMP_PREFIX)]
-    return out
 
 
 def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jobs: int = 1,
