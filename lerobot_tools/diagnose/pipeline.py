@@ -25,6 +25,7 @@ from lerobot_tools.diagnose.model import (
 )
 from lerobot_tools.diagnose.probe import _add_grouped, probe_targets
 from lerobot_tools.errors import DatasetError, UsageError
+from lerobot_tools.video.codecs import ENCODERS
 from lerobot_tools.video.nvdec import AV1_CAPABLE, NO, UNKNOWN, YES, GpuSpec, NvdecVerdict, lookup_gpu, verdict
 
 
@@ -71,10 +72,10 @@ def reencode_plan(g: StreamGroup, gpu: GpuSpec | None) -> tuple[str, str, str, l
     hbd = (g.bit_depth or 8) > 8
     cands = []
     if not hbd:
-        cands.append(("h264", "libx264", "yuv420p", 8))
-    cands.append(("hevc", "libx265", "yuv420p10le" if hbd else "yuv420p", 10 if hbd else 8))
+        cands.append(("h264", ENCODERS["h264"], "yuv420p", 8))
+    cands.append(("hevc", ENCODERS["hevc"], "yuv420p10le" if hbd else "yuv420p", 10 if hbd else 8))
     if hbd:
-        cands.append(("h264", "libx264", "yuv420p", 8))
+        cands.append(("h264", ENCODERS["h264"], "yuv420p", 8))
     for codec, enc, pix, depth in cands:
         if gpu is None or verdict(gpu, codec, "420", depth, g.width, g.height).decodable == YES:
             gop = g.gop_max if g.gop_max and g.gop_max <= GOP_WARN else 30

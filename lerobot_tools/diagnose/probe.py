@@ -17,7 +17,7 @@ from lerobot_tools.diagnose.model import (
     StreamProbe,
 )
 from lerobot_tools.errors import DatasetError
-from lerobot_tools.video.nvdec import canonical_codec
+from lerobot_tools.video.codecs import canonical_codec
 
 
 def _declared_hw(feat: dict) -> tuple[int, int] | None:

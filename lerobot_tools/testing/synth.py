@@ -54,6 +54,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lerobot_tools.errors import LrtoolError
+from lerobot_tools.video.codecs import ENCODERS, canonical_codec
 
 __all__ = [
     "SynthSpec",
@@ -107,17 +108,6 @@ SO101_MOTORS = [
     "wrist_roll.pos",
     "gripper.pos",
 ]
-
-#: codec name accepted by :func:`encode_video` -> (ffmpeg encoder, stream codec name in info.json).
-_CODECS = {
-    "h264": ("libx264", "h264"),
-    "libx264": ("libx264", "h264"),
-    "av1": ("libsvtav1", "av1"),
-    "libsvtav1": ("libsvtav1", "av1"),
-    "hevc": ("libx265", "hevc"),
-    "h265": ("libx265", "hevc"),
-    "libx265": ("libx265", "hevc"),
-}
 
 #: Quantile statistics written by lerobot v3 (``compute_stats.py``), name -> probability.
 _QUANTILES = {"q01": 0.01, "q10": 0.10, "q50": 0.50, "q90": 0.90, "q99": 0.99}
@@ -200,12 +190,13 @@ class SynthSpec:
             raise ValueError(f"SynthSpec feature names collide: {names}")
         if any("/" in n for n in names):
             raise ValueError("SynthSpec feature names must not contain '/' (lerobot _validate_feature_names)")
-        if self.video_codec is not None and self.video_codec not in _CODECS:
-            raise ValueError(f"SynthSpec.video_codec must be one of {sorted(_CODECS)} or None")
+        if self.video_codec is not None and canonical_codec(self.video_codec) not in ENCODERS:
+            raise ValueError(f"SynthSpec.video_codec must be one of {sorted(ENCODERS)} (any spelling, e.g. libx264) "
+                             "or None")
         h, w = self.video_size
         if h < 16 or w < 16:
             raise ValueError("SynthSpec.video_size must be at least 16x16")
-        if self.video_codec in ("av1", "libsvtav1") and (h < 64 or w < 64):
+        if canonical_codec(self.video_codec) == "av1" and (h < 64 or w < 64):
             raise ValueError("SynthSpec.video_size must be at least 64x64 for SVT-AV1")
         if self.gop < 1 or self.episodes_per_file < 1:
             raise ValueError("SynthSpec.gop and episodes_per_file must be >= 1")
@@ -233,7 +224,7 @@ class SynthSpec:
 
     def codec_name(self) -> str | None:
         """Stream codec name as probed from the files (``h264``/``av1``/``hevc``), or None."""
-        return None if self.video_codec is None else _CODECS[self.video_codec][1]
+        return canonical_codec(self.video_codec)
 
     def features(self) -> dict[str, dict]:
         """The ``info.json`` ``features`` dict (user features, cameras, then the 5 defaults)."""
@@ -440,7 +431,8 @@ def encode_video(
         frames: ``uint8`` array ``(T, H, W, 3)``, or an iterable of ``(H, W, 3)`` / ``(t, H, W, 3)``
             arrays (streamed, so long videos need not be held in memory).
         fps: frames per second (int > 0).
-        codec: ``"h264"``/``"libx264"``, ``"av1"``/``"libsvtav1"``, ``"hevc"``/``"libx265"``.
+        codec: ``"h264"``, ``"av1"`` or ``"hevc"``, in any spelling :func:`~lerobot_tools.video.codecs.canonical_codec`
+            knows (``"libx264"``, ``"h265"`` ...); encoded with :data:`~lerobot_tools.video.codecs.ENCODERS`.
         gop: keyframe interval in frames.
         pix_fmt: output pixel format (``yuv420p``).
         crf: constant rate factor.
@@ -450,9 +442,10 @@ def encode_video(
         ValueError: unknown codec, empty input, or frames that are not uint8 RGB of one size.
         LrtoolError: ffmpeg is missing or fails (message = ffmpeg's last error line).
     """
-    if codec not in _CODECS:
-        raise ValueError(f"encode_video: unknown codec {codec!r}; use one of {sorted(_CODECS)}")
-    encoder = _CODECS[codec][0]
+    encoder = ENCODERS.get(canonical_codec(codec) or "")
+    if encoder is None:
+        raise ValueError(f"encode_video: unknown codec {codec!r}; use one of {sorted(ENCODERS)} (any spelling, "
+                         "e.g. libx264)")
     exe = _ffmpeg(ffmpeg)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,15 +18,7 @@ import struct
 from dataclasses import dataclass, field
 
 from lerobot_tools.errors import DatasetError
-
-# Sample-entry fourcc -> FFmpeg canonical codec name.
-FOURCC_CODECS: dict[str, str] = {
-    "avc1": "h264", "avc2": "h264", "avc3": "h264", "avc4": "h264", "dvav": "h264", "dva1": "h264",
-    "hvc1": "hevc", "hev1": "hevc", "dvh1": "hevc", "dvhe": "hevc",
-    "av01": "av1", "vp09": "vp9", "vp08": "vp8", "mp4v": "mpeg4",
-    "mjpg": "mjpeg", "jpeg": "mjpeg", "mjpa": "mjpeg", "raw ": "rawvideo",
-    "apch": "prores", "apcn": "prores", "apcs": "prores", "apco": "prores", "ap4h": "prores", "ap4x": "prores",
-}
+from lerobot_tools.video.codecs import FOURCC_CODECS
 
 # MPEG-4 Systems objectTypeIndication (esds) -> codec, for ``mp4v`` sample entries.
 _ESDS_OBJECT_TYPES = {0x20: "mpeg4", 0x21: "h264", 0x6A: "mpeg1video", 0x6C: "mjpeg",

@@ -33,6 +33,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from lerobot_tools.errors import UsageError
+from lerobot_tools.video.codecs import canonical_codec
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
 HIGH, MEDIUM, LOW = "high", "medium", "low"
@@ -441,25 +442,6 @@ SIZE_LIMITS: dict[str, tuple[int, int, int, int]] = {
     "vp9": (128, 128, 8192, 8192),
     "av1": (128, 128, 8192, 8192),
 }
-
-_CODEC_ALIASES = {
-    "libsvtav1": "av1", "libaom-av1": "av1", "libdav1d": "av1", "av01": "av1", "aom": "av1",
-    "avc": "h264", "avc1": "h264", "h.264": "h264", "libx264": "h264", "x264": "h264",
-    "h265": "hevc", "h.265": "hevc", "hvc1": "hevc", "hev1": "hevc", "libx265": "hevc", "x265": "hevc",
-    "mp4v": "mpeg4", "mpeg-4": "mpeg4", "xvid": "mpeg4", "divx": "mpeg4",
-    "vp09": "vp9", "libvpx-vp9": "vp9", "vp08": "vp8", "libvpx": "vp8",
-    "mpeg2": "mpeg2video", "mpeg1": "mpeg1video",
-}
-
-
-def canonical_codec(name: str | None) -> str | None:
-    """FFmpeg canonical codec name for a codec, encoder, decoder or fourcc name (``"libsvtav1"`` -> ``"av1"``,
-    ``"h265"`` -> ``"hevc"``, ``"avc1"`` -> ``"h264"``); lower-cased input otherwise; None stays None."""
-    if name is None:
-        return None
-    n = str(name).strip().lower()
-    return _CODEC_ALIASES.get(n, n)
-
 
 def row_for(codec: str | None, chroma: str | None, bit_depth: int | None) -> Row | None:
     """The :data:`ROWS` entry for a stream, or None when NVDEC has no such codec.
