@@ -10,8 +10,8 @@ from __future__ import annotations
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.files import format_episodes, placeholder_finding
 from lerobot_tools.errors import DatasetError
-from lerobot_tools.video.nvdec import canonical_codec
 from lerobot_tools.sniff import sniff
+from lerobot_tools.video.compare import compare_header
 
 
 def run(ctx: CheckContext) -> None:
@@ -87,30 +87,13 @@ def run(ctx: CheckContext) -> None:
 
 
 def _check_declarations(ctx: CheckContext, probes: dict) -> None:
+    """F009: each probed header against its feature's declaration (:func:`lerobot_tools.video.compare.compare_header`)."""
     ds = ctx.dataset
     info_fps = ds.fps
     for rel, (vf, p, with_header) in probes.items():
-        feat = ds.features.get(vf.video_key, {})
-        vinfo = feat.get("info") or feat.get("video_info") or {}
-        problems = []
-        declared_codec = vinfo.get("video.codec")
-        if p.codec and declared_codec and canonical_codec(declared_codec) != p.codec:
-            problems.append(f"codec is {p.codec} but info.json says {declared_codec}")
-        declared_pix = vinfo.get("video.pix_fmt")
-        if p.pix_fmt and declared_pix and declared_pix != p.pix_fmt:
-            problems.append(f"pix_fmt is {p.pix_fmt} but info.json says {declared_pix}")
-        shape = feat.get("shape")
-        if p.width and p.height and isinstance(shape, list) and len(shape) == 3:
-            hw = (shape[0], shape[1])
-            names = feat.get("names")
-            if isinstance(names, list) and names[:1] == ["channels"]:
-                hw = (shape[1], shape[2])
-            if hw != (p.height, p.width):
-                problems.append(f"frames are {p.width}x{p.height} but the feature shape is {shape}")
-        if p.fps and info_fps and abs(p.fps - info_fps) > 0.01 * info_fps:
-            problems.append(f"frame rate is {p.fps:.3f} but info.json fps is {info_fps:g}")
-        for msg in problems:
-            ctx.emit("F009", f"{vf.video_key}: {msg}", rel, group=f"{vf.video_key}: {msg}")
+        for m in compare_header(ds.features.get(vf.video_key, {}), info_fps, p):
+            msg = f"{vf.video_key}: {m.message}"
+            ctx.emit("F009", msg, rel, group=msg)
 
 
 def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:

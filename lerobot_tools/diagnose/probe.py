@@ -17,48 +17,24 @@ from lerobot_tools.diagnose.model import (
     StreamProbe,
 )
 from lerobot_tools.errors import DatasetError
-from lerobot_tools.video.codecs import canonical_codec
-
-
-def _declared_hw(feat: dict) -> tuple[int, int] | None:
-    shape = feat.get("shape")
-    if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(x, int) for x in shape)):
-        return None
-    names = feat.get("names")
-    if isinstance(names, list) and names[:1] == ["channels"]:
-        return shape[1], shape[2]
-    return shape[0], shape[1]
+from lerobot_tools.video.compare import compare_header
 
 
 def compare_with_info(feat: dict, info_fps: float | None, probe) -> list[Mismatch]:
     """Header facts of ``probe`` that disagree with the feature entry of ``info.json`` (and its ``fps``).
 
-    Compared: ``info["video.codec"]`` (canonical names, so ``libsvtav1`` == ``av1``), ``video.pix_fmt``,
-    ``video.height``/``video.width``, the feature ``shape`` (``[H, W, C]``, or ``[C, H, W]`` when ``names``
-    starts with ``channels``), ``info.json`` ``fps`` and ``video.fps`` (1 % tolerance). Facts the probe
-    could not read are not compared. (LeRobot v2.0 spells the dict ``video_info``.)
+    The comparison is validate's F009 (:func:`lerobot_tools.video.compare.compare_header`: codec by canonical
+    name, pix_fmt, the feature shape's height and width, ``fps`` within 1 %); facts the probe could not read
+    are not compared. ``actual`` is shown as ``"480x640 (HxW)"`` for the shape and rounded to 3 decimals for fps.
     """
-    vinfo = feat.get("info") or feat.get("video_info") or {}
-    if not isinstance(vinfo, dict):
-        vinfo = {}
     out: list[Mismatch] = []
-    declared = vinfo.get("video.codec")
-    if declared and probe.codec and canonical_codec(declared) != probe.codec:
-        out.append(Mismatch("video.codec", declared, probe.codec))
-    declared = vinfo.get("video.pix_fmt")
-    if declared and probe.pix_fmt and str(declared) != probe.pix_fmt:
-        out.append(Mismatch("video.pix_fmt", declared, probe.pix_fmt))
-    for key, actual in (("video.height", probe.height), ("video.width", probe.width)):
-        v = vinfo.get(key)
-        if isinstance(v, int) and actual and v != actual:
-            out.append(Mismatch(key, v, actual))
-    hw = _declared_hw(feat)
-    if hw and probe.height and probe.width and hw != (probe.height, probe.width):
-        out.append(Mismatch("shape", feat.get("shape"), f"{probe.height}x{probe.width} (HxW)"))
-    for key, fps in (("fps", info_fps), ("video.fps", vinfo.get("video.fps"))):
-        if isinstance(fps, (int, float)) and not isinstance(fps, bool) and fps > 0 and probe.fps:
-            if abs(probe.fps - fps) > 0.01 * fps:
-                out.append(Mismatch(key, fps, round(probe.fps, 3)))
+    for m in compare_header(feat, info_fps, probe):
+        actual = m.actual
+        if m.field == "shape":
+            actual = f"{m.actual[0]}x{m.actual[1]} (HxW)"
+        elif m.field == "fps":
+            actual = round(m.actual, 3)
+        out.append(Mismatch(m.field, m.declared, actual))
     return out
 
 

@@ -557,7 +557,7 @@ def fix_video_declarations(rc: RepairContext) -> None:
     ``video.width``) follow the probed stream when every referenced file of that camera is readable and they
     all agree (lerobot writes these keys from episode 0's file only, pitfalls D7). A stream frame rate that
     differs from info.json ``fps`` is not repairable: changing fps would re-time every frame."""
-    from lerobot_tools.video.nvdec import canonical_codec  # the alias table validate's F009 compares with
+    from lerobot_tools.video.compare import compare_header, declared_video_info, frame_rate_differs
     from lerobot_tools.video.probe import probe_video, pyav_available
 
     ds = rc.ds
@@ -594,31 +594,30 @@ def fix_video_declarations(rc: RepairContext) -> None:
         codec, pix_fmt, width, height = streams.pop()
         rates = [p.fps for p in probes if p.fps]
         feat = rc.feats.get(key)
-        vkey = "info" if isinstance(feat.get("info"), dict) else ("video_info" if isinstance(feat.get("video_info"), dict) else None)
-        vinfo = feat[vkey] if vkey else {}
-        rate_ok = not (rates and info_fps and any(abs(r - info_fps) > 0.01 * info_fps for r in rates))
+        vinfo = declared_video_info(feat)  # the dict validate's F009 reads, edited in place
+        mismatched = {m.field for m in compare_header(feat, info_fps, probes[0])}
+        rate_ok = not any(frame_rate_differs(r, info_fps) for r in rates)
         if not rate_ok:
             rc.cannot("F009", f"{key} streams run at {rates[0]:.3f} fps but info.json fps is {info_fps:g}",
                       "re-encode the videos at the dataset fps (changing fps would re-time every frame)",
                       f"{key}: frame rate")
         changes: list[tuple[str, str]] = []
-        if codec and vinfo.get("video.codec") and canonical_codec(vinfo["video.codec"]) != codec:
+        if "video.codec" in mismatched:
             changes.append((f"video.codec {vinfo['video.codec']} -> {codec}", f"{key}: codec"))
             vinfo["video.codec"] = codec
-        if pix_fmt and vinfo.get("video.pix_fmt") and vinfo["video.pix_fmt"] != pix_fmt:
+        if "video.pix_fmt" in mismatched:
             changes.append((f"video.pix_fmt {vinfo['video.pix_fmt']} -> {pix_fmt}", f"{key}: pix_fmt"))
             vinfo["video.pix_fmt"] = pix_fmt
-        shape = feat.get("shape")
-        if width and height and isinstance(shape, list) and len(shape) == 3:
+        if "shape" in mismatched:
+            shape = feat["shape"]
             names = feat.get("names")
             chw = isinstance(names, list) and names[:1] == ["channels"]
             new_shape = [shape[0], height, width] if chw else [height, width, shape[2]]
-            if new_shape != shape:
-                changes.append((f"shape {shape} -> {new_shape}", f"{key}: frames are"))
-                feat["shape"] = new_shape
-                for k, v in (("video.height", height), ("video.width", width)):
-                    if k in vinfo:
-                        vinfo[k] = v
+            changes.append((f"shape {shape} -> {new_shape}", f"{key}: frames are"))
+            feat["shape"] = new_shape
+            for k, v in (("video.height", height), ("video.width", width)):
+                if k in vinfo:
+                    vinfo[k] = v
         if changes and rate_ok and rates and "video.fps" in vinfo:
             r = sum(rates) / len(rates)
             new_fps = int(round(r)) if abs(r - round(r)) < 0.01 else round(r, 3)
