@@ -45,7 +45,8 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, 
     Exit status: 0 every entry complete, 1 some entry incomplete, 2 the tool could not run.
     """
     from lerobot_tools.errors import LrtoolError
-    from lerobot_tools.prefetch.run import PrefetchOptions, prefetch as run_prefetch, render_text
+    from lerobot_tools.prefetch.report import render_text
+    from lerobot_tools.prefetch.run import PrefetchOptions, prefetch as run_prefetch
 
     if not mixture.is_file():
         fail(f"{mixture}: mixture file not found")

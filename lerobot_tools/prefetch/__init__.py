@@ -2,8 +2,8 @@
 
 Public API (see each module):
 
-* :func:`prefetch` (``run``) -> :class:`PrefetchReport`, options in :class:`PrefetchOptions`;
-  :func:`render_text` prints the per-repo table.
+* :func:`prefetch` (``run``) -> :class:`PrefetchReport` (``report``), options in :class:`PrefetchOptions`;
+  :func:`render_text` (``report``) prints the per-repo table; ``offline`` answers ``--offline`` without requests.
 * :class:`RequestBudget`, :class:`Clock` (``budget``): the request budget shared by all threads.
 * :class:`HubClient`, :class:`RetryPolicy`, :class:`HubError` (``hub``): revision resolve, paginated
   tree listing, resumable verified downloads.
@@ -19,7 +19,8 @@ from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy
 from lerobot_tools.prefetch.local import TreeFile, check_present
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from lerobot_tools.prefetch.plan import RepoJob, episode_files, plan_jobs
-from lerobot_tools.prefetch.run import PrefetchOptions, PrefetchReport, RepoResult, prefetch, render_text
+from lerobot_tools.prefetch.report import PrefetchReport, RepoResult, render_text
+from lerobot_tools.prefetch.run import PrefetchOptions, prefetch
 
 __all__ = [
     "Clock", "RequestBudget", "HubClient", "HubError", "RetryPolicy", "TreeFile", "check_present",

@@ -27,26 +27,26 @@ import sys
 import threading
 import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lerobot_tools import _env
 from lerobot_tools._io import atomic_path
 from lerobot_tools.dataset.mixture import read_mixture
-from lerobot_tools.dataset.targets import repo_cache_dirname
 from lerobot_tools.errors import LrtoolError, UsageError
 from lerobot_tools.prefetch import local
 from lerobot_tools.prefetch.budget import DEFAULT_MAX_REQUESTS, DEFAULT_WINDOW_S, Clock, RequestBudget
-from lerobot_tools.prefetch.hub import CallStats, HubClient, HubError, RetryPolicy, endpoint_from_env
+from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy, endpoint_from_env
 from lerobot_tools.prefetch.local import TreeFile
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
-from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files, plan_jobs, unsafe_paths
+from lerobot_tools.prefetch.offline import offline_job
+from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files, plan_jobs
+from lerobot_tools.prefetch.report import (PrefetchReport, RepoResult, check_local_entry, drop_unsafe, new_result,
+                                           summarise_paths)
 
 log = logging.getLogger("lerobot_tools.prefetch")
 
 FILE_LOCK_TIMEOUT_S = 3600.0
-MAX_PROBLEMS_SHOWN = 5
 
 
 @dataclass
@@ -85,224 +85,6 @@ class PrefetchOptions:
     policy: RetryPolicy | None = None
     max_consecutive_failures: int = 3
 
-
-@dataclass
-class RepoResult:
-    """The outcome for one repo job.
-
-    Attributes:
-        status: ``complete`` (every needed file is on disk and verified), ``incomplete`` (some are
-            missing or failed, or the entry has a problem) or ``error`` (the job could not run:
-            malformed entry, repo/revision not found, listing failed).
-        commit, commit_from: the commit used and where it came from (``sha``, ``lock``,
-            ``resolved``, ``hub-cache-ref``, ``tree-cache``).
-        needed: files the entries need. present: already on disk before downloading (or, offline,
-            on disk). downloaded, failed: this run. missing: still needed and not on disk (dry run,
-            offline). missing_upstream: needed by the metadata but absent from the repo.
-        bytes_downloaded: bytes received. bytes_missing: size of ``missing`` (dry run/offline).
-        requests: HTTP requests made for this repo. seconds: wall time from start to last file.
-        waited_s: seconds spent waiting on rate limits/backoff. problems: one-line messages.
-    """
-
-    repo_id: str | None
-    revision: str
-    dest: Path
-    sources: list[str]
-    specs: list[str]
-    kind: str
-    status: str = "pending"
-    commit: str | None = None
-    commit_from: str | None = None
-    needed: int = 0
-    present: int = 0
-    downloaded: int = 0
-    failed: int = 0
-    missing: int = 0
-    missing_upstream: int = 0
-    bytes_downloaded: int = 0
-    bytes_missing: int = 0
-    seconds: float = 0.0
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    stats: CallStats = field(default_factory=CallStats)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _consecutive_failures: int = 0
-    _skipped: int = 0
-    _t0: float = 0.0
-    _t1: float = 0.0
-
-    @property
-    def requests(self) -> int:
-        return self.stats.requests
-
-    @property
-    def complete(self) -> bool:
-        return self.status == "complete"
-
-    @property
-    def label(self) -> str:
-        return f"{self.repo_id}@{self.revision}" if self.repo_id else str(self.dest)
-
-    def problem(self, message: str) -> None:
-        with self._lock:
-            self.problems.append(message)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "repo_id": self.repo_id, "revision": self.revision, "commit": self.commit,
-            "commit_from": self.commit_from, "dest": str(self.dest), "sources": self.sources,
-            "kind": self.kind, "status": self.status, "needed": self.needed, "present": self.present,
-            "downloaded": self.downloaded, "failed": self.failed, "missing": self.missing,
-            "missing_upstream": self.missing_upstream, "bytes_downloaded": self.bytes_downloaded,
-            "bytes_missing": self.bytes_missing, "requests": self.requests,
-            "requests_by_kind": dict(self.stats.by_kind), "waited_s": round(self.stats.waited_s, 3),
-            "seconds": round(self.seconds, 3), "problems": self.problems, "notes": self.notes,
-        }
-
-
-@dataclass
-class PrefetchReport:
-    """Everything a prefetch did. ``exit_status`` is 0 when every job is complete, else 1."""
-
-    mixture: Path
-    results: list[RepoResult]
-    endpoint: str | None
-    offline: bool
-    dry_run: bool
-    lock_path: Path | None
-    lock_written: bool = False
-    requests: int = 0
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def exit_status(self) -> int:
-        return 0 if all(r.complete for r in self.results) else 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mixture": str(self.mixture), "endpoint": self.endpoint, "offline": self.offline,
-            "dry_run": self.dry_run, "lock": str(self.lock_path) if self.lock_path else None,
-            "lock_written": self.lock_written, "requests": self.requests, "seconds": round(self.seconds, 3),
-            "exit_status": self.exit_status, "notes": self.notes,
-            "repos": [r.to_dict() for r in self.results],
-        }
-
-
-def _new_result(job: RepoJob) -> RepoResult:
-    kind = "local" if job.is_local else ("whole" if job.whole else "episodes")
-    return RepoResult(job.repo_id, job.revision, job.dest, list(job.sources), list(job.specs), kind)
-
-
-def _summarise_paths(label: str, paths: list[str]) -> str:
-    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-    return f"{len(paths)} {label}: {shown}"
-
-
-def _check_local_entry(job: RepoJob, res: RepoResult) -> None:
-    if (job.dest / "meta" / "info.json").is_file():
-        res.status = "complete"
-        res.notes.append("local folder: nothing to fetch")
-    else:
-        res.status = "incomplete"
-        res.problems.append(f"local folder {job.dest} has no meta/info.json")
-
-
-# ---------------------------------------------------------------------------------------------- offline
-def _offline_commit(job: RepoJob, lock: LockFile | None, res: RepoResult) -> str | None:
-    if job.revision_is_sha:
-        res.commit_from = "sha"
-        return job.revision
-    if lock is not None and (c := lock.commit(job.repo_id, job.revision)):
-        res.commit_from = "lock"
-        return c
-    for cache in _env.hub_caches():
-        ref = cache / repo_cache_dirname(job.repo_id) / "refs" / job.revision
-        try:
-            sha = ref.read_text(encoding="utf-8").strip()
-        except OSError:
-            continue
-        if sha and local.read_tree_cache(job.dest, sha) is not None:
-            res.commit_from = "hub-cache-ref"
-            return sha
-    commits = local.cached_tree_commits(job.dest)
-    if commits:
-        res.commit_from = "tree-cache"
-        if len(commits) > 1:
-            res.notes.append(f"no lock entry: checked against the newest of {len(commits)} cached tree listings")
-        return commits[0]
-    return None
-
-
-def _offline_job(job: RepoJob, lock: LockFile | None) -> RepoResult:
-    res = _new_result(job)
-    t0 = time.perf_counter()
-    try:
-        if job.error:
-            res.status = "error"
-            res.problems.append(job.error)
-            return res
-        if job.is_local:
-            _check_local_entry(job, res)
-            return res
-        commit = _offline_commit(job, lock, res)
-        if commit is None:
-            res.status = "incomplete"
-            res.problems.append(f"commit of {job.revision!r} unknown offline: no lock entry and no cached tree "
-                                f"listing in {local.hf_dir(job.dest)}; run prefetch online once")
-            return res
-        res.commit = commit
-        tree = local.read_tree_cache(job.dest, commit)
-        if tree is None:
-            res.status = "incomplete"
-            res.problems.append(f"no cached tree listing for commit {commit[:12]} in {local.hf_dir(job.dest)}; "
-                                "run prefetch online once")
-            return res
-        tree = _drop_unsafe(tree, res)
-        if job.whole:
-            needed = set(tree)
-        else:
-            meta = meta_files(tree)
-            missing_meta = [p for p in sorted(meta) if not local.check_present(job.dest, tree[p], commit)[0]]
-            if missing_meta:
-                res.needed = len(meta)
-                res.present = len(meta) - len(missing_meta)
-                res.missing = len(missing_meta)
-                res.bytes_missing = sum(tree[p].size for p in missing_meta)
-                res.status = "incomplete"
-                res.problems.append(_summarise_paths("meta files missing (the episode files cannot be planned)",
-                                                     missing_meta))
-                return res
-            files, probs = episode_files(job.dest, job.selectors)
-            res.problems.extend(probs)
-            upstream = sorted(files - set(tree))
-            if upstream:
-                res.missing_upstream = len(upstream)
-                res.problems.append(_summarise_paths("files the metadata references are not in the repo", upstream))
-            needed = meta | (files & set(tree))
-        res.needed = len(needed)
-        missing = [p for p in sorted(needed) if not local.check_present(job.dest, tree[p], commit)[0]]
-        res.present = res.needed - len(missing)
-        res.missing = len(missing)
-        res.bytes_missing = sum(tree[p].size for p in missing)
-        if missing:
-            res.problems.append(_summarise_paths("files missing or not matching the listing", missing))
-        res.status = "complete" if not res.problems else "incomplete"
-        return res
-    except LrtoolError as exc:
-        res.status = "incomplete"
-        res.problems.append(str(exc))
-        return res
-    finally:
-        res.seconds = time.perf_counter() - t0
-
-
-def _drop_unsafe(tree: dict[str, TreeFile], res: RepoResult) -> dict[str, TreeFile]:
-    bad = unsafe_paths(tree)
-    if not bad:
-        return tree
-    res.problem(_summarise_paths("listed paths escape the destination and were refused", bad))
-    return {p: f for p, f in tree.items() if p not in set(bad)}
 
 
 # ---------------------------------------------------------------------------------------------- online
@@ -362,12 +144,12 @@ class _Runner:
                 res.problems.append(job.error)
                 return
             if job.is_local:
-                _check_local_entry(job, res)
+                check_local_entry(job, res)
                 return
             commit = self._commit(job, res)
             res.commit = commit
             tree = self._tree(job, res, commit)
-            tree = _drop_unsafe(tree, res)
+            tree = drop_unsafe(tree, res)
             if job.whole:
                 needed = sorted(tree)
             else:
@@ -393,7 +175,7 @@ class _Runner:
                 if upstream:
                     with res._lock:
                         res.missing_upstream += len(upstream)
-                    res.problem(_summarise_paths("files the metadata references are not in the repo", upstream))
+                    res.problem(summarise_paths("files the metadata references are not in the repo", upstream))
                 needed = sorted((files & set(tree)) - meta)
             missing = self._check(job, res, commit, tree, needed)
             if self.o.dry_run:
@@ -594,7 +376,7 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> Pre
     lock = LockFile.read(lock_path) if lock_path is not None else None
 
     if offline:
-        results = [_offline_job(job, lock) for job in jobs]
+        results = [offline_job(job, lock) for job in jobs]
         return PrefetchReport(mixture, results, None, True, o.dry_run, lock_path, False, 0,
                               time.perf_counter() - t0)
 
@@ -607,7 +389,7 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> Pre
     progress = o.progress if o.progress is not None else sys.stderr.isatty()
     bars = _Bars(progress)
     runner = _Runner(o, lock, client, bars)
-    results = [_new_result(job) for job in jobs]
+    results = [new_result(job) for job in jobs]
     prep_pool = ThreadPoolExecutor(max_workers=max(1, min(o.max_workers, len(jobs))), thread_name_prefix="lrtool-repo")
     try:
         for fut in [prep_pool.submit(runner.prepare, job, res) for job, res in zip(jobs, results)]:
@@ -638,53 +420,3 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> Pre
         except OSError as exc:
             report.notes.append(f"lock file {lock.path} not written ({exc.strerror or exc})")
     return report
-
-
-def human_bytes(n: int) -> str:
-    """``1536`` -> ``"1.5 KiB"``."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-def render_text(report: PrefetchReport, out) -> None:
-    """The per-repo table (files present, downloaded, failed, bytes, requests, seconds) and problems."""
-    mode = "offline check" if report.offline else ("dry run" if report.dry_run else "prefetch")
-    headers = ["repo", "revision", "commit", "status", "needed", "present",
-               "missing" if (report.offline or report.dry_run) else "downloaded", "failed",
-               "to fetch" if (report.offline or report.dry_run) else "bytes", "requests", "seconds"]
-    rows = []
-    for r in report.results:
-        moved = r.missing if (report.offline or report.dry_run) else r.downloaded
-        nbytes = r.bytes_missing if (report.offline or report.dry_run) else r.bytes_downloaded
-        rows.append([r.label if r.repo_id else str(r.dest), "" if r.repo_id is None else r.revision,
-                     (r.commit or "")[:12], r.status, str(r.needed), str(r.present), str(moved), str(r.failed),
-                     human_bytes(nbytes), str(r.requests), f"{r.seconds:.1f}"])
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    right = {4, 5, 6, 7, 8, 9, 10}
-
-    def fmt(cells):
-        return "  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
-
-    out.write(fmt(headers) + "\n")
-    for row in rows:
-        out.write(fmt(row) + "\n")
-    for r in report.results:
-        for p in r.problems[:MAX_PROBLEMS_SHOWN]:
-            out.write(f"{r.label}: {p}\n")
-        if len(r.problems) > MAX_PROBLEMS_SHOWN:
-            out.write(f"{r.label}: ... and {len(r.problems) - MAX_PROBLEMS_SHOWN} more problems\n")
-        for n in r.notes:
-            out.write(f"{r.label}: note: {n}\n")
-    for n in report.notes:
-        out.write(f"note: {n}\n")
-    n_ok = sum(r.complete for r in report.results)
-    total_dl = sum(r.bytes_downloaded for r in report.results)
-    summary = (f"{mode}: {n_ok}/{len(report.results)} complete, {report.requests} requests, "
-               f"{human_bytes(total_dl)} downloaded in {report.seconds:.1f} s")
-    if report.lock_path is not None and not report.offline and not report.dry_run:
-        summary += f"; lock {report.lock_path}{' updated' if report.lock_written else ' unchanged'}"
-    out.write(summary + "\n")

@@ -1,0 +1,102 @@
+"""``--offline`` (or ``HF_HUB_OFFLINE=1``): report completeness against cached tree listings, with no request."""
+
+from __future__ import annotations
+
+import time
+
+from lerobot_tools import _env
+from lerobot_tools.dataset.targets import repo_cache_dirname
+from lerobot_tools.errors import LrtoolError
+from lerobot_tools.prefetch import local
+from lerobot_tools.prefetch.lock import LockFile
+from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files
+from lerobot_tools.prefetch.report import RepoResult, check_local_entry, drop_unsafe, new_result, summarise_paths
+
+
+def _offline_commit(job: RepoJob, lock: LockFile | None, res: RepoResult) -> str | None:
+    if job.revision_is_sha:
+        res.commit_from = "sha"
+        return job.revision
+    if lock is not None and (c := lock.commit(job.repo_id, job.revision)):
+        res.commit_from = "lock"
+        return c
+    for cache in _env.hub_caches():
+        ref = cache / repo_cache_dirname(job.repo_id) / "refs" / job.revision
+        try:
+            sha = ref.read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if sha and local.read_tree_cache(job.dest, sha) is not None:
+            res.commit_from = "hub-cache-ref"
+            return sha
+    commits = local.cached_tree_commits(job.dest)
+    if commits:
+        res.commit_from = "tree-cache"
+        if len(commits) > 1:
+            res.notes.append(f"no lock entry: checked against the newest of {len(commits)} cached tree listings")
+        return commits[0]
+    return None
+
+
+def offline_job(job: RepoJob, lock: LockFile | None) -> RepoResult:
+    res = new_result(job)
+    t0 = time.perf_counter()
+    try:
+        if job.error:
+            res.status = "error"
+            res.problems.append(job.error)
+            return res
+        if job.is_local:
+            check_local_entry(job, res)
+            return res
+        commit = _offline_commit(job, lock, res)
+        if commit is None:
+            res.status = "incomplete"
+            res.problems.append(f"commit of {job.revision!r} unknown offline: no lock entry and no cached tree "
+                                f"listing in {local.hf_dir(job.dest)}; run prefetch online once")
+            return res
+        res.commit = commit
+        tree = local.read_tree_cache(job.dest, commit)
+        if tree is None:
+            res.status = "incomplete"
+            res.problems.append(f"no cached tree listing for commit {commit[:12]} in {local.hf_dir(job.dest)}; "
+                                "run prefetch online once")
+            return res
+        tree = drop_unsafe(tree, res)
+        if job.whole:
+            needed = set(tree)
+        else:
+            meta = meta_files(tree)
+            missing_meta = [p for p in sorted(meta) if not local.check_present(job.dest, tree[p], commit)[0]]
+            if missing_meta:
+                res.needed = len(meta)
+                res.present = len(meta) - len(missing_meta)
+                res.missing = len(missing_meta)
+                res.bytes_missing = sum(tree[p].size for p in missing_meta)
+                res.status = "incomplete"
+                res.problems.append(summarise_paths("meta files missing (the episode files cannot be planned)",
+                                                     missing_meta))
+                return res
+            files, probs = episode_files(job.dest, job.selectors)
+            res.problems.extend(probs)
+            upstream = sorted(files - set(tree))
+            if upstream:
+                res.missing_upstream = len(upstream)
+                res.problems.append(summarise_paths("files the metadata references are not in the repo", upstream))
+            needed = meta | (files & set(tree))
+        res.needed = len(needed)
+        missing = [p for p in sorted(needed) if not local.check_present(job.dest, tree[p], commit)[0]]
+        res.present = res.needed - len(missing)
+        res.missing = len(missing)
+        res.bytes_missing = sum(tree[p].size for p in missing)
+        if missing:
+            res.problems.append(summarise_paths("files missing or not matching the listing", missing))
+        res.status = "complete" if not res.problems else "incomplete"
+        return res
+    except LrtoolError as exc:
+        res.status = "incomplete"
+        res.problems.append(str(exc))
+        return res
+    finally:
+        res.seconds = time.perf_counter() - t0
+
