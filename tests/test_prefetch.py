@@ -20,9 +20,11 @@ from click.testing import CliRunner
 
 from lerobot_tools._io import TMP_PREFIX
 from lerobot_tools.cli import cli
-from lerobot_tools.prefetch import PrefetchOptions, RequestBudget, prefetch
+from lerobot_tools.prefetch import PrefetchOptions, prefetch
 from lerobot_tools.prefetch import budget as budget_mod
-from lerobot_tools.prefetch.hub import RetryPolicy, parse_retry_after, ratelimit_reset
+from lerobot_tools.prefetch.budget import BucketBudget, Limit
+from lerobot_tools.prefetch.hub import RetryPolicy
+from lerobot_tools.prefetch.ratelimit import parse_ratelimit, parse_retry_after
 from lerobot_tools.prefetch.local import read_metadata, read_tree_cache
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from tests import hubserver
@@ -342,8 +344,8 @@ def test_429_storm_every_file_arrives_and_waits_are_honoured(tmp_path, clock):
         for i, r in enumerate(log):
             if r.status != 429:
                 continue
-            _, reset = ratelimit_reset(r.sent)
-            wait = max(float(r.sent["Retry-After"]), reset or 0.0)
+            items = parse_ratelimit({k.lower(): v for k, v in r.sent.items()})
+            wait = max([float(r.sent["Retry-After"])] + [it.reset_s for it in items])
             later = [x for x in log[i + 1:] if (x.route, x.repo, x.path, x.rev) == (r.route, r.repo, r.path, r.rev)]
             assert later, f"{r.route} {r.path} was never retried"
             assert later[0].t - r.t >= wait - 1e-9, (r, later[0], wait)
@@ -381,13 +383,16 @@ def test_request_budget_caps_requests_per_window(tmp_path, clock):
         srv.add_repo("org/v21", V21)
         # one worker, so the server's arrival times are the budget's grant times on the virtual clock
         rep = run(write_mixture(tmp_path, "org/v21"), srv, tmp_path / "out", clock, max_workers=1,
-                  max_requests=4, window_s=10)
+                  api_requests=1, resolve_requests=4, window_s=10)
         assert rep.exit_status == 0
-        times = sorted(r.t for r in srv.requests())
-        assert len(times) == 2 + len(V21)
-        for i in range(len(times) - 4):
-            assert times[i + 4] - times[i] >= 10 - 1e-9  # never 5 requests within 10 s
-        assert clock.sleeps  # threads had to wait
+        api = sorted(r.t for r in srv.requests() if r.route in ("info", "tree"))
+        gets = sorted(r.t for r in srv.requests("get"))
+        assert len(api) == 2 and len(gets) == len(V21)
+        assert api[1] - api[0] >= 10 - 1e-9  # the listing waited for the resolve to leave the api window
+        for i in range(len(gets) - 4):
+            assert gets[i + 4] - gets[i] >= 10 - 1e-9  # never 5 downloads within 10 s
+        assert gets[0] - api[1] < 10  # ... but the buckets are separate: downloads did not wait for api
+        assert rep.to_dict()["requests_by_bucket"] == {"api": 2, "resolvers": len(V21)}
 
 
 def test_5xx_and_dropped_connections_recover_with_backoff_and_range(tmp_path, clock):
@@ -575,23 +580,23 @@ def test_unsafe_paths_in_a_listing_are_refused(tmp_path, clock):
 # ------------------------------------------------------------------------------------------ units
 def test_budget_sliding_window_and_pause():
     c = FakeClock()
-    b = RequestBudget(3, 10, clock=c)
-    assert [b.acquire() for _ in range(3)] == [0, 0, 0]
-    assert b.acquire() == 10.0 and c.sleeps == [10.0]
-    b.pause(4)
-    assert b.acquire() == 4.0
-    with pytest.raises(ValueError):
-        RequestBudget(0, 10)
+    b = BucketBudget("api", Limit(3, 10, "test"), clock=c)
+
+    def take():
+        ticket, waited = b.acquire()
+        ticket.done()
+        return waited
+
+    assert [take() for _ in range(3)] == [0, 0, 0]
+    assert take() == 10.0 and c.sleeps == [10.0]
+    b.pause(4, "test")
+    assert take() == 4.0
 
 
 def test_header_parsers():
     assert parse_retry_after("120") == 120
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now_epoch=1445412480.0) == 10
     assert parse_retry_after("soon") is None and parse_retry_after(None) is None
-    assert ratelimit_reset({"ratelimit": '"api";r=0;t=55'}) == (0, 55.0)
-    assert ratelimit_reset({"ratelimit": "limit=100, remaining=0, reset=30"}) == (0, 30.0)
-    assert ratelimit_reset({"ratelimit-remaining": "3", "ratelimit-reset": "9"}) == (3, 9.0)
-    assert ratelimit_reset({}) == (None, None)
 
 
 def test_tree_cache_is_huggingface_hub_compatible(tmp_path, clock):

@@ -26,21 +26,36 @@ from lerobot_tools.commands._common import fail, format_option
                    "mixture.txt -> mixture.lock).")
 @click.option("--no-lock", is_flag=True, help="Neither read nor write a lock file.")
 @click.option("--update-lock", is_flag=True, help="Resolve branches and tags again even if the lock has their commit.")
-@click.option("--max-requests", type=click.IntRange(min=1), default=3000, show_default=True,
-              help="Request budget shared by all threads: at most N requests per --window-s.")
-@click.option("--window-s", type=click.FloatRange(min=0.001), default=300.0, show_default=True,
-              help="Length of the request-budget window in seconds.")
+@click.option("--api-requests", type=click.IntRange(min=1), default=None,
+              help="Requests per window for the Hub's \"api\" bucket (revision resolves, tree listing pages). "
+                   "Default 500 anonymous, 1000 with a token, or what the server advertises.")
+@click.option("--resolve-requests", type=click.IntRange(min=1), default=None,
+              help="Requests per window for the Hub's \"resolvers\" bucket (file downloads). "
+                   "Default 3000 anonymous, 5000 with a token, or what the server advertises.")
+@click.option("--window-s", type=click.FloatRange(min=0, min_open=True, max=86400), default=300.0, show_default=True,
+              help="Length of the rate-limit window of those quotas, in seconds (the Hub's is 5 minutes).")
+@click.option("--budget-fraction", type=click.FloatRange(min=0, min_open=True, max=1), default=1.0,
+              show_default=True,
+              help="Share of every bucket this process takes, e.g. 0.25 when 4 processes prefetch at once "
+                   "from one address or token.")
+@click.option("--max-wait-s", type=click.FloatRange(min=0, max=7 * 86400), default=900.0, show_default=True,
+              help="Longest one request may wait for rate limits and retries; a server asking for more "
+                   "makes that request fail with a clear message.")
 @format_option
 @click.option("--progress/--no-progress", default=None,
               help="Progress bars for files and bytes on stderr (default: when stderr is a terminal).")
 def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, no_lock, update_lock,
-             max_requests, window_s, fmt, progress):
+             api_requests, resolve_requests, window_s, budget_fraction, max_wait_s, fmt, progress):
     """Download every dataset MIXTURE names into the local layout, skipping what is already on disk.
 
     MIXTURE is a mixture file (lines `org/name[@revision] [episodes=0-9,12]`, or OpenTau JSON).
     Revisions may be a branch, a tag (v2.1, v3.0) or a 40-hex commit SHA. Episode subsets fetch only
     meta/ and the data/video files that hold those episodes. The endpoint is HF_ENDPOINT (default
     https://huggingface.co); the token is HF_TOKEN or the stored one, sent but never printed.
+
+    Requests are paced per Hub rate-limit bucket ("api": resolves and listings; "resolvers": downloads),
+    adapting to the RateLimit / RateLimit-Policy headers the server sends; waits are announced on stderr
+    and bounded by --max-wait-s.
 
     Exit status: 0 every entry complete, 1 some entry incomplete, 2 the tool could not run.
     """
@@ -52,8 +67,9 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, 
         fail(f"{mixture}: mixture file not found")
     options = PrefetchOptions(local_dir_root=local_dir_root, max_workers=max_workers, dry_run=dry_run,
                               offline=True if offline else None, lock_path=lock_path, use_lock=not no_lock,
-                              update_lock=update_lock, max_requests=max_requests, window_s=window_s,
-                              progress=progress)
+                              update_lock=update_lock, api_requests=api_requests,
+                              resolve_requests=resolve_requests, window_s=window_s, budget_fraction=budget_fraction,
+                              max_wait_s=max_wait_s, progress=progress)
     try:
         report = run_prefetch(mixture, options)
     except LrtoolError as exc:

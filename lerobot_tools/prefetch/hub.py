@@ -4,18 +4,24 @@ What comes from ``huggingface_hub`` (hub-downloads reference §1-§2): the share
 (:func:`huggingface_hub.utils.get_session`, so user-configured proxies/certificates and the library's
 offline guard apply), download URLs (:func:`huggingface_hub.hf_hub_url`), error classification
 (:func:`huggingface_hub.utils.hf_raise_for_status`: ``RepoNotFound``, ``RevisionNotFound``,
-``GatedRepo``...), the IETF ``RateLimit`` parser (:func:`huggingface_hub.utils.parse_ratelimit_headers`)
-and the token lookup (:func:`huggingface_hub.get_token`, ``HF_TOKEN`` then the stored token).
+``GatedRepo``...) and the token lookup (:func:`huggingface_hub.get_token`, ``HF_TOKEN`` then the
+stored token).
 
 What this layer adds, because the library lacks it (reference §4):
 
-* every request, including the revision resolve and each redirect hop, first takes a slot from one
-  :class:`~lerobot_tools.prefetch.budget.RequestBudget` shared by all threads;
+* every request, including the revision resolve, each tree page and each redirect hop, is classified
+  into its Hub rate-limit bucket (:func:`~lerobot_tools.prefetch.ratelimit.bucket_of_url`: ``"api"``,
+  ``"resolvers"``, or ``"cdn"`` for another origin) and first takes a slot from that bucket's budget
+  (:class:`~lerobot_tools.prefetch.budget.Budgets`), shared by all threads; the ``RateLimit`` /
+  ``RateLimit-Policy`` headers of every response feed the budget of the bucket they name;
 * HTTP 429 on *any* call (the library does not retry the revision resolve at all) waits
   ``max(Retry-After, RateLimit t)`` seconds (integer seconds or an HTTP-date; exactly, not +1 s)
-  and pauses the whole budget; a ``RateLimit: ...;r=0;t=N`` on a successful response pauses it too;
+  and pauses that bucket for every thread;
 * 408/5xx and dropped connections: bounded exponential backoff (1, 2, 4, 8, 16 s, capped at 30 s;
-  ``Retry-After`` wins when given), and a body cut off mid-way resumes with ``Range: bytes=N-``;
+  ``Retry-After`` wins when given, up to 300 s), and a body cut off mid-way resumes with ``Range: bytes=N-``;
+* every wait is bounded: one call never waits more than ``max_wait_s`` in total (default 15 min); a
+  longer wait asked for (a ``Retry-After`` of 100,000 s, an HTTP date in 2100) fails the call at once
+  with a one-line :class:`HubError`, and every wait of 1 s or more is announced (what for, until when);
 * download bodies are hashed while streamed and checked against the tree listing (size, git blob
   SHA-1 or LFS SHA-256) before the caller renames the file into place.
 
@@ -27,7 +33,6 @@ redirects to) and never into a message, a log record or a report.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
@@ -39,8 +44,9 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote, urljoin, urlsplit
 
-from lerobot_tools.prefetch.budget import SYSTEM_CLOCK, Clock, RequestBudget
+from lerobot_tools.prefetch.budget import SYSTEM_CLOCK, Budgets, Clock, Ticket, WaitTooLong, human_s, utc_after
 from lerobot_tools.prefetch.local import ContentHasher, TreeFile
+from lerobot_tools.prefetch.ratelimit import bucket_of_url, parse_ratelimit, parse_ratelimit_policy, parse_retry_after
 
 log = logging.getLogger("lerobot_tools.prefetch")
 
@@ -100,20 +106,23 @@ class CallStats:
     Attributes:
         requests: total HTTP requests sent (every attempt and redirect hop).
         by_kind: requests per kind: ``resolve``, ``tree``, ``download``.
+        by_bucket: requests per Hub rate-limit bucket: ``api``, ``resolvers``, ``cdn`` (another origin).
         status: responses per HTTP status (``"conn"`` for a connection that failed or dropped).
         waited_s: seconds waited on 429/RateLimit pauses and backoff by this repo's calls.
     """
 
     requests: int = 0
     by_kind: Counter = field(default_factory=Counter)
+    by_bucket: Counter = field(default_factory=Counter)
     status: Counter = field(default_factory=Counter)
     waited_s: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def sent(self, kind: str) -> None:
+    def sent(self, kind: str, bucket: str) -> None:
         with self._lock:
             self.requests += 1
             self.by_kind[kind] += 1
+            self.by_bucket[bucket] += 1
 
     def answered(self, status: int | str) -> None:
         with self._lock:
@@ -131,62 +140,6 @@ class _Transient(Exception):
         super().__init__(reason)
         self.reason = reason
         self.progressed = progressed
-
-
-def parse_retry_after(value: str | None, now_epoch: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
-
-    Returns None when absent or unparsable; never negative.
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    import time as _time
-
-    now = _time.time() if now_epoch is None else now_epoch
-    return max(0.0, when.timestamp() - now)
-
-
-def ratelimit_reset(headers) -> tuple[int | None, float | None]:
-    """``(remaining, reset_seconds)`` from the IETF ``RateLimit`` header, or ``(None, None)``.
-
-    Parses the structured form the Hub sends (``"api";r=0;t=55``, draft-ietf-httpapi-ratelimit-headers-09)
-    through :func:`huggingface_hub.utils.parse_ratelimit_headers`, and the older draft forms
-    ``RateLimit: limit=.., remaining=.., reset=..`` and ``RateLimit-Remaining`` / ``RateLimit-Reset``.
-    """
-    from huggingface_hub.utils import parse_ratelimit_headers
-
-    try:
-        info = parse_ratelimit_headers(headers)
-    except Exception:  # the parser is best effort; a malformed header must not fail a download
-        info = None
-    if info is not None:
-        return info.remaining, float(info.reset_in_seconds)
-    import re
-
-    raw = headers.get("ratelimit")
-    if raw:
-        rm = re.search(r"(?:^|[;,\s])(?:r|remaining)\s*=\s*(\d+)", raw)
-        tm = re.search(r"(?:^|[;,\s])(?:t|reset)\s*=\s*(\d+(?:\.\d+)?)", raw)
-        if rm or tm:
-            return (int(rm.group(1)) if rm else None), (float(tm.group(1)) if tm else None)
-    rem, rst = headers.get("ratelimit-remaining"), headers.get("ratelimit-reset")
-    try:
-        return (int(rem) if rem is not None else None), (float(rst) if rst is not None else None)
-    except ValueError:
-        return None, None
 
 
 def get_token_to_send() -> str | None:
@@ -218,19 +171,20 @@ class HubClient:
 
     Args:
         endpoint: base URL (default ``HF_ENDPOINT`` or https://huggingface.co).
-        budget: the request budget shared by all threads (default: 3000 per 300 s).
+        budgets: the per-bucket budgets shared by all threads (default: :class:`Budgets` with the
+            defaults for anonymous or authenticated use, by whether a token is sent).
         token: token to send; default :func:`get_token_to_send`. Pass ``False`` to send none.
         clock: sleeps and time (tests inject a fake one).
         policy: retry bounds.
         timeout_s: read timeout per request in seconds (default ``HF_HUB_DOWNLOAD_TIMEOUT`` or 30).
     """
 
-    def __init__(self, endpoint: str | None = None, budget: RequestBudget | None = None, *,
+    def __init__(self, endpoint: str | None = None, budgets: Budgets | None = None, *,
                  token: str | bool | None = None, clock: Clock | None = None,
                  policy: RetryPolicy | None = None, timeout_s: float | None = None):
         self.endpoint = (endpoint or endpoint_from_env()).rstrip("/")
-        self.clock = clock or (budget.clock if budget is not None else SYSTEM_CLOCK)
-        self.budget = budget or RequestBudget(clock=self.clock)
+        self.clock = clock or (budgets.clock if budgets is not None else SYSTEM_CLOCK)
+        self._budgets = budgets
         self.policy = policy or RetryPolicy()
         if timeout_s is None:
             try:
@@ -243,6 +197,18 @@ class HubClient:
         self._token_loaded = False
         self._origin = _origin(self.endpoint)
         self._ua = None
+
+    @property
+    def budgets(self) -> Budgets:
+        """The per-bucket budgets (created on first use from whether a token is sent)."""
+        if self._budgets is None:
+            self._budgets = Budgets(authenticated=self.authenticated, clock=self.clock)
+        return self._budgets
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether a token is sent to the endpoint."""
+        return bool(self._auth_token())
 
     # ------------------------------------------------------------------ plumbing
     def _auth_token(self) -> str | None:
@@ -277,18 +243,42 @@ class HubClient:
 
         return get_session()
 
-    def _note_ratelimit(self, resp) -> None:
-        remaining, reset = ratelimit_reset(resp.headers)
-        if remaining == 0 and reset:
-            self.budget.pause(reset)
+    def _note_ratelimit(self, resp, bucket: str, ticket: Ticket) -> list:
+        """Feed the response's ``RateLimit`` / ``RateLimit-Policy`` to the budgets; return the ``RateLimit`` items."""
+        try:
+            items, policies = parse_ratelimit(resp.headers), parse_ratelimit_policy(resp.headers)
+        except Exception:  # lenient parsers; a malformed header must never fail a download
+            return []
+        if items or policies:
+            self.budgets.take_headers(bucket, ticket, items, policies)
+        return items
 
-    def _wait_429(self, resp, n: int) -> float:
+    def _wait_429(self, resp, n: int, bucket: str, items: list) -> float:
+        """Seconds a 429 asks for: the longer of ``Retry-After`` and the ``t`` of the ``RateLimit`` item for
+        ``bucket`` (or of any exhausted item when none names it); without either, 1, 2, 4... s (<= 30 s)."""
         ra = parse_retry_after(resp.headers.get("retry-after"))
-        _, reset = ratelimit_reset(resp.headers)
-        waits = [w for w in (ra, reset) if w is not None]
+        own = [it.reset_s for it in items if it.bucket in (bucket, None) and it.reset_s is not None]
+        if not own:
+            own = [it.reset_s for it in items if it.remaining == 0 and it.reset_s is not None]
+        waits = [w for w in (ra, *own) if w is not None]
         if waits:
             return max(waits)
         return min(self.policy.default_429_wait_s * (2 ** (n - 1)), self.policy.backoff_max_s)
+
+    def _sleep(self, seconds: float, what: str, why: str, waited: float) -> float:
+        """Sleep ``seconds`` for a retry (announced when >= 1 s); return the new total waited by the call.
+
+        Raises:
+            HubError: the call would wait more than ``max_wait_s`` in total.
+        """
+        cap = self.budgets.max_wait_s
+        if waited + seconds > cap:
+            raise HubError(f"{what}: {why} asks to wait {human_s(seconds)} (until {utc_after(seconds)}), "
+                           f"more than --max-wait-s {cap:g}; giving up")
+        if seconds >= 1 and self.budgets.announce is not None:
+            self.budgets.announce(f"{what}: {why}; waiting {human_s(seconds)}, until {utc_after(seconds)}")
+        self.clock.sleep(seconds)
+        return waited + seconds
 
     def _backoff(self, n: int, resp=None) -> float:
         if resp is not None:
@@ -300,12 +290,13 @@ class HubClient:
     def call(self, method: str, url: str, *, kind: str, stats: CallStats, what: str,
              params: dict | None = None, range_start: Callable[[], int] | None = None,
              consume: Callable[[Any], Any]) -> Any:
-        """Send one logical call with the budget, redirects, 429 waits and transient retries.
+        """Send one logical call with the per-bucket budgets, redirects, 429 waits and transient retries.
 
         Args:
             method: ``GET`` or ``HEAD``.
             url: absolute URL.
-            kind: stats bucket (``resolve``/``tree``/``download``).
+            kind: what the call is for, in stats (``resolve``/``tree``/``download``); the rate-limit
+                bucket of each hop is found from its URL.
             stats: per-repo counters to update.
             what: short description for error messages (e.g. ``"tree of org/name"``).
             params: query parameters of the first hop.
@@ -316,28 +307,38 @@ class HubClient:
             what ``consume`` returns.
 
         Raises:
-            HubError: a 4xx other than 408/429, or retries exhausted.
+            HubError: a 4xx other than 408/429, retries exhausted, or a wait longer than what is left of
+                ``max_wait_s`` (the message says what asked for it and until when).
         """
         import httpx2
 
         session = self._session()
         n_transient = n_429 = n_redirects = attempts = 0
+        waited = 0.0  # seconds this call has waited, all causes together: bounded by max_wait_s
         while True:
             attempts += 1
             if attempts > self.policy.max_total_attempts:
                 raise HubError(f"{what}: gave up after {attempts - 1} attempts")
-            waited = self.budget.acquire()
-            if waited:
-                stats.waited(waited)
-            stats.sent(kind)
+            bucket = bucket_of_url(url, self.endpoint)
+            try:
+                ticket, w = self.budgets.acquire(bucket, max(0.0, self.budgets.max_wait_s - waited))
+            except WaitTooLong as exc:
+                raise HubError(f"{what}: {exc}") from None
+            if w:
+                stats.waited(w)
+                waited += w
+            stats.sent(kind, bucket)
             headers = self._headers(url)
             offset = range_start() if range_start is not None else 0
             if offset > 0:
                 headers["range"] = f"bytes={offset}-"
             try:
-                request = session.build_request(method, url, params=params, headers=headers,
-                                                timeout=httpx2.Timeout(self.timeout_s, connect=10.0))
-                resp = session.send(request, stream=True, follow_redirects=False)
+                try:
+                    request = session.build_request(method, url, params=params, headers=headers,
+                                                    timeout=httpx2.Timeout(self.timeout_s, connect=10.0))
+                    resp = session.send(request, stream=True, follow_redirects=False)
+                finally:
+                    ticket.done()  # the response (or the failure) is in: the request left the server's queue
             except httpx2.TransportError as exc:
                 if isinstance(exc, httpx2.ProxyError):
                     raise HubError(f"{what}: proxy error ({_short(exc)})") from None
@@ -347,15 +348,15 @@ class HubClient:
                     raise HubError(f"{what}: connection failed {n_transient} times ({_short(exc)})") from None
                 wait = self._backoff(n_transient)
                 log.info("%s: %s; retrying in %.1f s", what, _short(exc), wait)
+                waited = self._sleep(wait, what, f"connection failed ({_short(exc)})", waited)
                 stats.waited(wait)
-                self.clock.sleep(wait)
                 continue
             except Exception as exc:  # OfflineModeIsEnabled from the library's request hook, ...
                 raise HubError(f"{what}: {_short(exc)}") from None
             try:
                 code = resp.status_code
                 stats.answered(code)
-                self._note_ratelimit(resp)
+                items = self._note_ratelimit(resp, bucket, ticket)
                 if code in REDIRECTS_SET:
                     location = resp.headers.get("location")
                     n_redirects += 1
@@ -366,11 +367,19 @@ class HubClient:
                     continue
                 if code == 429:
                     n_429 += 1
+                    budget = self.budgets.bucket(bucket)
+                    budget.note_429()
                     if n_429 > self.policy.max_429:
                         raise HubError(f"{what}: still rate limited (HTTP 429) after {n_429 - 1} retries", 429)
-                    wait = self._wait_429(resp, n_429)
+                    wait = self._wait_429(resp, n_429, bucket, items)
                     log.info("%s: HTTP 429, waiting %.1f s", what, wait)
-                    self.budget.pause(wait)
+                    # the whole bucket waits (every thread); this call then waits in acquire, bounded there
+                    budget.pause(wait, f"HTTP 429 on {what}")
+                    cap = self.budgets.max_wait_s
+                    if waited + wait > cap:
+                        raise HubError(f"{what}: HTTP 429 from the Hub's {bucket!r} rate limit asks to wait "
+                                       f"{human_s(wait)} (until {utc_after(wait)}), more than --max-wait-s "
+                                       f"{cap:g}; giving up", 429)
                     continue
                 if code in TRANSIENT_CODES:
                     n_transient += 1
@@ -378,8 +387,8 @@ class HubClient:
                         raise HubError(f"{what}: HTTP {code} after {n_transient - 1} retries", code)
                     wait = self._backoff(n_transient, resp)
                     log.info("%s: HTTP %d, retrying in %.1f s", what, code, wait)
+                    waited = self._sleep(wait, what, f"HTTP {code}", waited)
                     stats.waited(wait)
-                    self.clock.sleep(wait)
                     continue
                 if code >= 400:
                     raise _http_error(resp, what)
@@ -396,8 +405,8 @@ class HubClient:
                         raise HubError(f"{what}: {exc.reason} ({n_transient} times)") from None
                     wait = self._backoff(n_transient)
                     log.info("%s: %s; resuming in %.1f s", what, exc.reason, wait)
+                    waited = self._sleep(wait, what, exc.reason, waited)
                     stats.waited(wait)
-                    self.clock.sleep(wait)
                     continue
             finally:
                 resp.close()

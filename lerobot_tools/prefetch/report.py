@@ -83,14 +83,20 @@ class RepoResult:
             "downloaded": self.downloaded, "failed": self.failed, "missing": self.missing,
             "missing_upstream": self.missing_upstream, "bytes_downloaded": self.bytes_downloaded,
             "bytes_missing": self.bytes_missing, "requests": self.requests,
-            "requests_by_kind": dict(self.stats.by_kind), "waited_s": round(self.stats.waited_s, 3),
+            "requests_by_kind": dict(self.stats.by_kind), "requests_by_bucket": dict(self.stats.by_bucket),
+            "rate_limited": self.stats.status.get("429", 0), "waited_s": round(self.stats.waited_s, 3),
             "seconds": round(self.seconds, 3), "problems": self.problems, "notes": self.notes,
         }
 
 
 @dataclass
 class PrefetchReport:
-    """Everything a prefetch did. ``exit_status`` is 0 when every job is complete, else 1."""
+    """Everything a prefetch did. ``exit_status`` is 0 when every job is complete, else 1.
+
+    ``budgets`` is, per Hub rate-limit bucket (``api``, ``resolvers``, ``cdn``...), the requests granted,
+    the 429 answers, the seconds waited and the limits in force at the end (:meth:`Budgets.to_dict
+    <lerobot_tools.prefetch.budget.Budgets.to_dict>`); empty offline.
+    """
 
     mixture: Path
     results: list[RepoResult]
@@ -102,6 +108,21 @@ class PrefetchReport:
     requests: int = 0
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    budgets: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def requests_by_bucket(self) -> dict[str, int]:
+        """Requests per bucket, summed over repos."""
+        out: dict[str, int] = {}
+        for r in self.results:
+            for b, n in r.stats.by_bucket.items():
+                out[b] = out.get(b, 0) + n
+        return dict(sorted(out.items()))
+
+    @property
+    def rate_limited(self) -> int:
+        """HTTP 429 answers received, all repos."""
+        return sum(r.stats.status.get("429", 0) for r in self.results)
 
     @property
     def exit_status(self) -> int:
@@ -111,7 +132,9 @@ class PrefetchReport:
         return {
             "mixture": str(self.mixture), "endpoint": self.endpoint, "offline": self.offline,
             "dry_run": self.dry_run, "lock": str(self.lock_path) if self.lock_path else None,
-            "lock_written": self.lock_written, "requests": self.requests, "seconds": round(self.seconds, 3),
+            "lock_written": self.lock_written, "requests": self.requests,
+            "requests_by_bucket": self.requests_by_bucket, "rate_limited": self.rate_limited,
+            "budgets": self.budgets, "seconds": round(self.seconds, 3),
             "exit_status": self.exit_status, "notes": self.notes,
             "repos": [r.to_dict() for r in self.results],
         }
@@ -156,20 +179,23 @@ def human_bytes(n: int) -> str:
 
 
 def render_text(report: PrefetchReport, out) -> None:
-    """The per-repo table (files present, downloaded, failed, bytes, requests, seconds) and problems."""
+    """The per-repo table (files present, downloaded, failed, bytes, requests in all and in the Hub's
+    ``api`` / ``resolvers`` buckets, seconds), problems, the budgets and a summary line."""
     mode = "offline check" if report.offline else ("dry run" if report.dry_run else "prefetch")
     headers = ["repo", "revision", "commit", "status", "needed", "present",
                "missing" if (report.offline or report.dry_run) else "downloaded", "failed",
-               "to fetch" if (report.offline or report.dry_run) else "bytes", "requests", "seconds"]
+               "to fetch" if (report.offline or report.dry_run) else "bytes", "requests", "api", "resolve",
+               "seconds"]
     rows = []
     for r in report.results:
         moved = r.missing if (report.offline or report.dry_run) else r.downloaded
         nbytes = r.bytes_missing if (report.offline or report.dry_run) else r.bytes_downloaded
         rows.append([r.label if r.repo_id else str(r.dest), "" if r.repo_id is None else r.revision,
                      (r.commit or "")[:12], r.status, str(r.needed), str(r.present), str(moved), str(r.failed),
-                     human_bytes(nbytes), str(r.requests), f"{r.seconds:.1f}"])
+                     human_bytes(nbytes), str(r.requests), str(r.stats.by_bucket.get("api", 0)),
+                     str(r.stats.by_bucket.get("resolvers", 0)), f"{r.seconds:.1f}"])
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    right = {4, 5, 6, 7, 8, 9, 10}
+    right = set(range(4, len(headers)))
 
     def fmt(cells):
         return "  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
@@ -188,7 +214,15 @@ def render_text(report: PrefetchReport, out) -> None:
         out.write(f"note: {n}\n")
     n_ok = sum(r.complete for r in report.results)
     total_dl = sum(r.bytes_downloaded for r in report.results)
-    summary = (f"{mode}: {n_ok}/{len(report.results)} complete, {report.requests} requests, "
+    for name, b in report.budgets.items():
+        if not b.get("used"):
+            continue
+        limits = "; ".join(f"{lim['quota']} per {lim['window_s']:g} s ({lim['source']})" for lim in b["limits"])
+        out.write(f"budget {name}: {b['used']} requests, {b['rate_limited']} answered 429, waited "
+                  f"{b['waited_s']:.1f} s; limit {limits or 'none'}\n")
+    by_bucket = ", ".join(f"{k} {v}" for k, v in report.requests_by_bucket.items())
+    summary = (f"{mode}: {n_ok}/{len(report.results)} complete, {report.requests} requests"
+               + (f" ({by_bucket})" if by_bucket else "") + f", {report.rate_limited} rate limited (429), "
                f"{human_bytes(total_dl)} downloaded in {report.seconds:.1f} s")
     if report.lock_path is not None and not report.offline and not report.dry_run:
         summary += f"; lock {report.lock_path}{' updated' if report.lock_written else ' unchanged'}"

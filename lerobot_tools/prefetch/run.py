@@ -14,7 +14,9 @@ Order of work for each repo job (see :mod:`lerobot_tools.prefetch.plan` for the 
    folder, verify size and hash, fsync, atomic rename, record metadata.
 
 A warm run with a lock file therefore makes zero requests; a cold run makes at most 1 resolve + the
-tree pages + 1 request per missing file (2 when the server redirects LFS files to a CDN). A repo whose
+tree pages (Hub ``"api"`` bucket) + 1 request per missing file (``"resolvers"`` bucket; plus one to the
+CDN when the server redirects an LFS file there), and never a per-file metadata (HEAD) request. Every
+request waits for its bucket's budget (:mod:`lerobot_tools.prefetch.budget`). A repo whose
 calls keep failing is marked incomplete after bounded retries (and, after 3 consecutive failed files,
 its remaining files are not attempted); the other repos carry on.
 """
@@ -29,14 +31,15 @@ import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from lerobot_tools import _env
 from lerobot_tools._io import atomic_path
 from lerobot_tools.dataset.mixture import read_mixture
 from lerobot_tools.errors import LrtoolError, UsageError
 from lerobot_tools.prefetch import local
-from lerobot_tools.prefetch.budget import DEFAULT_MAX_REQUESTS, DEFAULT_WINDOW_S, Clock, RequestBudget
-from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy, endpoint_from_env
+from lerobot_tools.prefetch.budget import DEFAULT_MAX_WAIT_S, DEFAULT_WINDOW_S, Budgets, Clock
+from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy, endpoint_from_env, get_token_to_send
 from lerobot_tools.prefetch.local import TreeFile
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from lerobot_tools.prefetch.offline import offline_job
@@ -61,7 +64,15 @@ class PrefetchOptions:
         lock_path: the lock file (default beside the mixture: ``mixture.txt`` -> ``mixture.lock``).
         use_lock: read and write the lock file at all.
         update_lock: resolve branches/tags again even when the lock has a commit.
-        max_requests, window_s: the shared request budget (default 3000 per 300 s).
+        api_requests, resolve_requests: requests per window for the Hub's ``"api"`` and ``"resolvers"``
+            buckets (None: 500 / 3,000 anonymous, 1,000 / 5,000 with a token; replaced by what the
+            server advertises in ``RateLimit-Policy``). An explicit value also caps what the server allows.
+        window_s: the window of those quotas in seconds (default 300, the Hub's 5 minutes).
+        budget_fraction: share of every bucket this process takes, 0 < F <= 1 (e.g. 1/N for N processes
+            prefetching from one address or token at once).
+        max_wait_s: the longest one request may wait for rate limits and retries, in total (seconds,
+            default 900); a longer wait asked for fails that request with a one-line message.
+        announce: called with a one-line message before each wait of 1 s or more (default: stderr).
         endpoint: Hub endpoint (default ``HF_ENDPOINT`` or https://huggingface.co).
         progress: progress bars on stderr (None = when stderr is a terminal).
         token: token override (None = ``HF_TOKEN``/stored token; False = none).
@@ -76,8 +87,12 @@ class PrefetchOptions:
     lock_path: Path | None = None
     use_lock: bool = True
     update_lock: bool = False
-    max_requests: int = DEFAULT_MAX_REQUESTS
+    api_requests: int | None = None
+    resolve_requests: int | None = None
     window_s: float = DEFAULT_WINDOW_S
+    budget_fraction: float = 1.0
+    max_wait_s: float = DEFAULT_MAX_WAIT_S
+    announce: Callable[[str], None] | None = None
     endpoint: str | None = None
     progress: bool | None = None
     token: str | bool | None = None
@@ -117,6 +132,17 @@ class _Bars:
     def got_bytes(self, n: int) -> None:
         if self.enabled:
             self.bytes.update(n)
+
+    def announce(self, message: str) -> None:
+        """One line on stderr (above the bars when they are shown)."""
+        line = f"lrtool prefetch: {message}"
+        if self.enabled:
+            from tqdm import tqdm
+
+            tqdm.write(line, file=sys.stderr)
+        else:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
 
     def close(self) -> None:
         if self.enabled:
@@ -380,14 +406,18 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> Pre
         return PrefetchReport(mixture, results, None, True, o.dry_run, lock_path, False, 0,
                               time.perf_counter() - t0)
 
-    try:
-        budget = RequestBudget(o.max_requests, o.window_s, clock=o.clock)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    endpoint = (o.endpoint or endpoint_from_env()).rstrip("/")
-    client = HubClient(endpoint, budget, token=o.token, clock=o.clock, policy=o.policy)
+    token = o.token if isinstance(o.token, str) else (None if o.token is False else get_token_to_send())
     progress = o.progress if o.progress is not None else sys.stderr.isatty()
     bars = _Bars(progress)
+    try:
+        budgets = Budgets(authenticated=bool(token), api_requests=o.api_requests,
+                          resolve_requests=o.resolve_requests, window_s=o.window_s, fraction=o.budget_fraction,
+                          max_wait_s=o.max_wait_s, clock=o.clock, announce=o.announce or bars.announce)
+    except ValueError as exc:
+        bars.close()
+        raise UsageError(str(exc)) from None
+    endpoint = (o.endpoint or endpoint_from_env()).rstrip("/")
+    client = HubClient(endpoint, budgets, token=token or False, clock=o.clock, policy=o.policy)
     runner = _Runner(o, lock, client, bars)
     results = [new_result(job) for job in jobs]
     prep_pool = ThreadPoolExecutor(max_workers=max(1, min(o.max_workers, len(jobs))), thread_name_prefix="lrtool-repo")
@@ -407,7 +437,7 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> Pre
         _finish(res, o.dry_run)
 
     report = PrefetchReport(mixture, results, endpoint, False, o.dry_run, lock_path,
-                            requests=budget.used, seconds=time.perf_counter() - t0)
+                            requests=budgets.used, seconds=time.perf_counter() - t0, budgets=budgets.to_dict())
     if lock is not None and not o.dry_run:
         keys = {job.key for job in jobs if job.repo_id}
         lock.retain(keys)
