@@ -15,6 +15,16 @@ headers ``huggingface_hub`` 2.4 and ``lrtool prefetch`` use (hub-downloads refer
   ``X-Linked-Size`` (the CDN may be another :class:`HubServer`, i.e. another origin).
 * ``GET /cdn/{sha256}`` (with Range), ``GET /api/agent-harnesses`` (an empty registry).
 
+Rate limits as the Hub enforces them (Hub documentation, "Hub Rate limits"): with ``rate_limits``
+(e.g. ``{"api": 500, "resolvers": 3000}``, the anonymous quotas) and ``rate_window_s``, requests are
+counted per bucket and per client (its ``Authorization`` header, else anonymous) in fixed windows of
+``rate_window_s`` seconds: ``api`` = ``/api/...`` (info, tree pages, harness), ``resolvers`` = every
+``/resolve/`` request, ``pages`` = anything else on this origin; ``/cdn/`` (another origin on the
+real Hub) is not counted. Every response of a limited bucket carries
+``RateLimit: "<bucket>";r=<remaining>;t=<seconds to reset>`` and
+``RateLimit-Policy: "fixed window";"<bucket>";q=<quota>;w=<window>`` (unless ``advertise=False``); a
+request past the quota is answered 429 with ``Retry-After: <t>`` and ``r=0``, and counts.
+
 Branches, tags and commit SHAs: :meth:`HubServer.add_repo` / :meth:`HubServer.commit` create commits,
 :meth:`HubServer.set_ref` moves a branch or tag. Every request is logged (:attr:`HubServer.log`) and
 counted per route (``info``, ``tree``, ``head``, ``get``, ``cdn``, ``harness``, ``other``).
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 import socket
 import threading
@@ -42,6 +53,8 @@ from typing import Callable
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 ROUTES = ("info", "tree", "head", "get", "cdn", "harness", "other")
+BUCKET_OF_ROUTE = {"info": "api", "tree": "api", "harness": "api", "head": "resolvers", "get": "resolvers",
+                   "other": "pages", "cdn": None}
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -80,6 +93,7 @@ class Request:
     range: str | None
     fault: str | None = None
     sent: dict = field(default_factory=dict)
+    bucket: str | None = None
 
 
 @dataclass
@@ -95,6 +109,7 @@ class Fault:
     status: int = 503
     retry_after: str | None = "1"
     ratelimit: str | None = None
+    policy: str | None = None
     after_bytes: int | None = None
     delay_s: float = 0.0
     release: threading.Event = field(default_factory=threading.Event)
@@ -115,11 +130,23 @@ class HubServer:
         page_size: tree entries per page (the Hub uses 1000).
         lfs_threshold: files of at least this many bytes are served as LFS (None = no LFS).
         cdn: another HubServer to redirect LFS downloads to (a different origin); default self.
-        clock: time source for :attr:`Request.t` (tests pass a fake clock's ``now``).
+        clock: time source for :attr:`Request.t` and the rate-limit windows (tests pass a fake clock's ``now``).
+        rate_limits: quota per window for each limited bucket (``api``, ``resolvers``, ``pages``); None = none.
+        rate_window_s: the fixed window of those quotas (seconds; windows start when the server is created).
+        auth_rate_limits: quotas for clients that send a token (default: ``rate_limits``).
+        advertise: send ``RateLimit`` / ``RateLimit-Policy`` headers (False: enforce silently).
     """
 
     def __init__(self, *, page_size: int = 1000, lfs_threshold: int | None = None,
-                 cdn: "HubServer | None" = None, clock: Callable[[], float] = time.monotonic):
+                 cdn: "HubServer | None" = None, clock: Callable[[], float] = time.monotonic,
+                 rate_limits: dict[str, int] | None = None, rate_window_s: float = 300.0,
+                 auth_rate_limits: dict[str, int] | None = None, advertise: bool = True):
+        self.rate_limits = dict(rate_limits or {})
+        self.auth_rate_limits = dict(auth_rate_limits) if auth_rate_limits is not None else None
+        self.rate_window_s = rate_window_s
+        self.advertise = advertise
+        self._rate_t0 = clock()
+        self._rate_counts: dict[tuple[str, str, int], int] = {}
         self.page_size = page_size
         self.lfs_threshold = lfs_threshold
         self.cdn = cdn
@@ -217,10 +244,10 @@ class HubServer:
     def inject(self, route: str, kind: str, **kw) -> Fault:
         """Add a fault for requests of ``route`` (one of :data:`ROUTES`, or ``"any"``).
 
-        Kinds: ``"429"`` (with ``retry_after`` / ``ratelimit`` headers), ``"status"`` (``status``,
+        Kinds: ``"429"`` (with ``retry_after`` / ``ratelimit`` / ``policy`` headers), ``"status"`` (``status``,
         e.g. 503, with optional ``retry_after``), ``"drop"`` (close before answering), ``"drop_body"``
         (send headers and ``after_bytes`` of the body, then close), ``"delay"`` (``delay_s`` then answer
-        normally), ``"ratelimit_ok"`` (answer normally with the ``ratelimit`` header), ``"hold"`` (send
+        normally), ``"ratelimit_ok"`` (answer normally with the ``ratelimit`` / ``policy`` headers), ``"hold"`` (send
         ``after_bytes``, set ``fault.reached``, wait for ``fault.release``, send the rest).
         ``times`` matching requests are affected (-1 = all), after letting ``skip`` through; ``repo`` and
         ``path`` narrow the match.
@@ -273,6 +300,33 @@ class HubServer:
                 f.fired += 1
                 return f
         return None
+
+    def _rate_check(self, bucket: str | None, auth: str | None) -> tuple[bool, dict[str, str]]:
+        """Count one request of ``bucket`` for this client; return (allowed, rate-limit headers)."""
+        limits = self.auth_rate_limits if (auth and self.auth_rate_limits is not None) else self.rate_limits
+        if bucket is None or bucket not in limits:
+            return True, {}
+        quota, w = limits[bucket], self.rate_window_s
+        with self._lock:
+            elapsed = self.clock() - self._rate_t0
+            window = int(elapsed // w)
+            key = (bucket, auth or "anonymous", window)
+            n = self._rate_counts[key] = self._rate_counts.get(key, 0) + 1
+        reset = max(1, math.ceil((window + 1) * w - elapsed))
+        allowed = n <= quota
+        headers: dict[str, str] = {}
+        if self.advertise:
+            headers["RateLimit"] = f'"{bucket}";r={max(0, quota - n)};t={reset}'
+            headers["RateLimit-Policy"] = f'"fixed window";"{bucket}";q={quota};w={w:g}'
+        if not allowed:
+            headers["Retry-After"] = str(reset)
+        return allowed, headers
+
+    def rate_limited(self, bucket: str | None = None) -> int:
+        """Requests answered 429 by the quotas (not by injected faults), optionally of one bucket."""
+        with self._lock:
+            return sum(1 for r in self.log if r.status == 429 and r.fault == "quota"
+                       and (bucket is None or r.bucket == bucket))
 
     def _record(self, req: Request) -> None:
         with self._lock:
@@ -351,9 +405,16 @@ class _Handler(BaseHTTPRequestHandler):
             route, path = "cdn", segs[1]
         if method == "POST":
             route = "other"
+        bucket = BUCKET_OF_ROUTE[route]
+        allowed, self._rl_headers = hub._rate_check(bucket, self.headers.get("authorization"))
+        if not allowed:
+            req = Request(method, route, repo, path, rev, 429, hub.clock(), self.headers.get("authorization"),
+                          self.headers.get("range"), "quota", dict(self._rl_headers), bucket)
+            hub._record(req)
+            return self._json(429, {"error": "Too Many Requests: you have reached your rate limit"})
         fault = hub._pick_fault(route, repo, path)
         req = Request(method, route, repo, path, rev, None, hub.clock(), self.headers.get("authorization"),
-                      self.headers.get("range"), fault.kind if fault else None)
+                      self.headers.get("range"), fault.kind if fault else None, bucket=bucket)
         hub._record(req)
         if fault is not None:
             if fault.kind == "delay":
@@ -364,7 +425,8 @@ class _Handler(BaseHTTPRequestHandler):
                     headers["Retry-After"] = fault.retry_after
                 if fault.ratelimit is not None:
                     headers["RateLimit"] = fault.ratelimit
-                    headers["RateLimit-Policy"] = '"fixed window";"api";q=3000;w=300'
+                if fault.policy is not None:
+                    headers["RateLimit-Policy"] = fault.policy
                 req.status = 429
                 req.sent = headers
                 return self._json(429, {"error": "Too Many Requests"}, headers)
@@ -376,8 +438,11 @@ class _Handler(BaseHTTPRequestHandler):
                 req.status = -1
                 return self._drop()
         extra = {}
-        if fault is not None and fault.kind == "ratelimit_ok" and fault.ratelimit:
-            extra["RateLimit"] = fault.ratelimit
+        if fault is not None and fault.kind == "ratelimit_ok":
+            if fault.ratelimit:
+                extra["RateLimit"] = fault.ratelimit
+            if fault.policy:
+                extra["RateLimit-Policy"] = fault.policy
         body_fault = fault if fault is not None and fault.kind in ("drop_body", "hold") else None
         try:
             if route == "harness":
@@ -398,6 +463,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -------------------------------------------------------------- responses
     def _send(self, status: int, headers: dict[str, str], body: bytes | None, *, head: bool = False) -> int:
         self.send_response(status)
+        headers = {**getattr(self, "_rl_headers", {}), **headers}
         for k, v in headers.items():
             self.send_header(k, v)
         if "Content-Length" not in headers:
@@ -510,7 +576,7 @@ class _Handler(BaseHTTPRequestHandler):
         cut = body_fault.after_bytes if body_fault.after_bytes is not None else len(chunk) // 2
         cut = max(0, min(cut, len(chunk)))
         self.send_response(status)
-        for k, v in headers.items():
+        for k, v in {**getattr(self, "_rl_headers", {}), **headers}.items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(chunk[:cut])

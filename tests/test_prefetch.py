@@ -567,16 +567,6 @@ def test_cli_errors_exit_2_and_conflicts_exit_1(tmp_path):
     assert res.exit_code == 1 and "cannot hold two revisions" in res.output
 
 
-def test_unsafe_paths_in_a_listing_are_refused(tmp_path, clock):
-    with HubServer() as srv:
-        srv.add_repo("org/evil", dict(V21, **{"../escape.txt": b"x", ".cache/huggingface/trees/x.json": b"{}"}))
-        rep = run(write_mixture(tmp_path, "org/evil"), srv, tmp_path / "out", clock)
-        assert rep.exit_status == 1
-        assert not (tmp_path / "out/org/escape.txt").exists()
-        assert "escape the destination" in rep.results[0].problems[0]
-        assert {r.path for r in srv.requests("get")} == set(V21)
-
-
 # ------------------------------------------------------------------------------------------ units
 def test_budget_sliding_window_and_pause():
     c = FakeClock()

@@ -154,6 +154,7 @@ def test_prefetch_through_olah(olah, tmp_path):
     assert v21.commit == olah["v21"] and v21.commit_from == "resolved"
     # 1 resolve, the tree listing (olah adds a 307 for a trailing slash), 1 GET per file
     assert v21.stats.by_kind == {"resolve": 1, "tree": 2, "download": len(want21)}
+    assert v21.stats.by_bucket == {"api": 3, "resolvers": len(want21)}  # the 307 hop is an api request too
     assert v21.stats.status.get("307") == 1
 
     want30 = hubserver.read_folder(FIXTURES / "clean_v30")

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote, urljoin, urlsplit
 
+from lerobot_tools.dataset.mixture import SHA_RE
 from lerobot_tools.prefetch.budget import SYSTEM_CLOCK, Budgets, Clock, Ticket, WaitTooLong, human_s, utc_after
 from lerobot_tools.prefetch.local import ContentHasher, TreeFile
 from lerobot_tools.prefetch.ratelimit import bucket_of_url, parse_ratelimit, parse_ratelimit_policy, parse_retry_after
@@ -54,6 +55,22 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 TRANSIENT_CODES = (408, 500, 502, 503, 504)
 _CHUNK = 1 << 16
+MAX_JSON_BYTES = 64 << 20  # one API answer (a revision, a tree page of 1,000 entries is ~0.3 MB)
+MAX_TREE_PAGES = 10_000  # 10 million files at the Hub's 1,000 entries per page
+
+
+def _read_json(resp, what: str) -> Any:
+    """The JSON body of ``resp``, read up to :data:`MAX_JSON_BYTES`.
+
+    Raises:
+        HubError: the body is larger. ValueError: it is not JSON (the caller decides).
+    """
+    buf = bytearray()
+    for chunk in resp.iter_bytes():
+        buf += chunk
+        if len(buf) > MAX_JSON_BYTES:
+            raise HubError(f"{what}: answer larger than {MAX_JSON_BYTES >> 20} MiB")
+    return json.loads(bytes(buf))
 
 
 def endpoint_from_env() -> str:
@@ -426,12 +443,17 @@ class HubClient:
 
         def consume(resp):
             try:
-                data = json.loads(resp.read())
+                data = _read_json(resp, f"revision {revision!r} of {repo_id}")
+            except HubError:
+                raise
             except Exception as exc:
                 raise HubError(f"revision {revision!r} of {repo_id}: answer is not JSON ({_short(exc)})") from None
             sha = data.get("sha") if isinstance(data, dict) else None
             if not isinstance(sha, str) or not sha:
                 raise HubError(f"revision {revision!r} of {repo_id}: answer has no commit sha")
+            if not SHA_RE.match(sha):  # it names cache files: never a path
+                raise HubError(f"revision {revision!r} of {repo_id}: the answer's commit {sha[:60]!r} is not a "
+                               "40-hex SHA")
             return sha
 
         return self.call("GET", url, kind="resolve", stats=stats, what=f"revision {revision!r} of {repo_id}",
@@ -451,13 +473,20 @@ class HubClient:
         params: dict | None = {"recursive": "true", "expand": "false"}
         files: dict[str, TreeFile] = {}
         page = 0
+        seen: set[str] = set()
         while url:
             page += 1
+            if page > MAX_TREE_PAGES or url in seen:
+                raise HubError(f"tree of {repo_id}@{commit[:12]}: more than {MAX_TREE_PAGES} pages, or a page "
+                               "links back to an earlier one")
+            seen.add(url)
             what = f"tree of {repo_id}@{commit[:12]} (page {page})"
 
             def consume(resp, what=what):
                 try:
-                    items = json.loads(resp.read())
+                    items = _read_json(resp, what)
+                except HubError:
+                    raise
                 except Exception as exc:
                     raise _Transient(f"page is not JSON ({_short(exc)})") from None
                 if not isinstance(items, list):

@@ -30,9 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lerobot_tools._io import TMP_PREFIX, atomic_write_text
-from lerobot_tools.dataset.templates import escapes_root
+from lerobot_tools.dataset.mixture import SHA_RE
+from lerobot_tools.errors import LrtoolError
 
 TREE_CACHE_FORMAT_VERSION = 1
+#: a cached listing larger than this is ignored (about 1 million files; a LeRobot repo has far fewer)
+MAX_TREE_CACHE_BYTES = 256 << 20
 HF_DIR = Path(".cache") / "huggingface"
 _CHUNK = 1 << 20
 
@@ -105,16 +108,24 @@ def tree_cache_path(dest: Path, commit: str) -> Path:
 
 
 def read_tree_cache(dest: Path, commit: str) -> dict[str, TreeFile] | None:
-    """The cached tree listing of ``commit`` in ``dest``, or None if absent, unreadable or of an unknown format."""
+    """The cached tree listing of ``commit`` in ``dest``, or None if absent, unreadable, of an unknown
+    format, not a regular file, larger than :data:`MAX_TREE_CACHE_BYTES`, or ``commit`` is not a 40-hex SHA.
+
+    The paths it lists are not checked here: see :func:`check_listing`.
+    """
+    if not SHA_RE.match(commit or ""):
+        return None
     path = tree_cache_path(dest, commit)
     try:
+        if not path.is_file() or path.stat().st_size > MAX_TREE_CACHE_BYTES:
+            return None
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format_version") != TREE_CACHE_FORMAT_VERSION:
             return None
         return {p: TreeFile.from_json(p, info) for p, info in data["files"].items()}
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 
 
@@ -133,16 +144,78 @@ def cached_tree_commits(dest: Path) -> list[str]:
     d = hf_dir(dest) / "trees"
     if not d.is_dir():
         return []
-    items = [(p.stat().st_mtime, p.stem) for p in d.glob("*.json") if p.is_file()]
+    items = [(p.stat().st_mtime, p.stem) for p in d.glob("*.json") if p.is_file() and SHA_RE.match(p.stem)]
     return [c for _, c in sorted(items, reverse=True)]
 
 
-def safe_relpath(path: str) -> bool:
-    """True for a repo path that stays inside the destination (no absolute path, no ``..``, no ``.cache``)."""
-    if not path or escapes_root(path) or "\\" in path:
-        return False
-    parts = path.split("/")
-    return all(p not in ("", ".", "..") for p in parts) and parts[0] != ".cache"
+#: top folders of a destination that prefetch never writes from a listing: lrtool's backups, and the
+#: ``huggingface_hub``-compatible bookkeeping this module keeps
+RESERVED_DIRS = ((".lrtool",), (".cache", "huggingface"))
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def path_problem(path: str) -> str | None:
+    """Why the repo path ``path`` (from a tree listing) cannot name a file under a destination, else None.
+
+    A usable path is ``/``-separated and relative, with no empty, ``.`` or ``..`` component, no
+    backslash, no control character and no drive letter, at most 4096 bytes.
+    """
+    if not isinstance(path, str) or not path:
+        return "empty path"
+    if len(path.encode("utf-8", "surrogatepass")) > 4096:
+        return "path longer than 4096 bytes"
+    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        return "absolute path"
+    if _BAD_CHARS.search(path):
+        return "backslash or control character"
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        return "'..', '.' or empty path component"
+    return None
+
+
+def is_reserved(path: str) -> bool:
+    """True for a repo path inside a reserved folder (``.lrtool/``, ``.cache/huggingface/``; any case)."""
+    parts = path.lower().split("/")
+    return any(len(parts) > len(r) and tuple(parts[:len(r)]) == r for r in RESERVED_DIRS)
+
+
+def check_listing(dest: Path, tree: dict[str, "TreeFile"]) -> tuple[dict[str, "TreeFile"], list[str]]:
+    """Check every path of a tree listing before anything is written for it.
+
+    Args:
+        dest: the destination folder of the repo (need not exist yet).
+        tree: the listing (path -> :class:`TreeFile`), from the server or a cached listing.
+
+    Returns:
+        ``(usable, reserved)``: the listing without the entries in reserved folders, and those paths
+        (sorted), which the caller skips and reports.
+
+    Raises:
+        LrtoolError: some path is unusable (:func:`path_problem`) or its folder resolves outside ``dest``
+            (a symlink in the destination); the message names the first bad path, why, and how many.
+    """
+    bad: list[tuple[str, str]] = []
+    for p in tree:
+        why = path_problem(p)
+        if why is not None:
+            bad.append((p, why))
+    if not bad:
+        root = Path(dest).resolve()
+        parents = sorted({p.rpartition("/")[0] for p in tree if not is_reserved(p)})
+        for parent in parents:
+            where = (root / parent).resolve() if parent else root
+            if where != root and root not in where.parents:
+                bad.append((parent + "/", f"resolves outside the destination ({where})"))
+                break
+    if bad:
+        path, why = sorted(bad)[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise LrtoolError(f"the tree listing names {path!r}: {why}{more}; repo refused, nothing written")
+    reserved = sorted(p for p in tree if is_reserved(p))
+    if not reserved:
+        return tree, []
+    skip = set(reserved)
+    return {p: f for p, f in tree.items() if p not in skip}, reserved
 
 
 def metadata_path(dest: Path, path: str) -> Path:

@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from lerobot_tools import _env
+from lerobot_tools.dataset.mixture import SHA_RE
 from lerobot_tools.dataset.targets import repo_cache_dirname
 from lerobot_tools.errors import LrtoolError
 from lerobot_tools.prefetch import local
 from lerobot_tools.prefetch.lock import LockFile
 from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files
-from lerobot_tools.prefetch.report import RepoResult, check_local_entry, drop_unsafe, new_result, summarise_paths
+from lerobot_tools.prefetch.report import RepoResult, check_local_entry, new_result, screen_listing, summarise_paths
+
+
+MAX_REF_BYTES = 1024
+
+
+def read_ref(path: Path) -> str | None:
+    """The commit a hub-cache ``refs/<name>`` file names: a regular file of at most :data:`MAX_REF_BYTES`
+    holding a 40-hex SHA (huggingface_hub writes the bare SHA); anything else gives None."""
+    try:
+        if not path.is_file():
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_REF_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_REF_BYTES:
+        return None
+    sha = data.decode("ascii", "replace").strip()
+    return sha if SHA_RE.match(sha) else None
 
 
 def _offline_commit(job: RepoJob, lock: LockFile | None, res: RepoResult) -> str | None:
@@ -21,11 +42,8 @@ def _offline_commit(job: RepoJob, lock: LockFile | None, res: RepoResult) -> str
         res.commit_from = "lock"
         return c
     for cache in _env.hub_caches():
-        ref = cache / repo_cache_dirname(job.repo_id) / "refs" / job.revision
-        try:
-            sha = ref.read_text(encoding="utf-8").strip()
-        except OSError:
-            continue
+        # job.revision is a checked branch/tag name (plan.revision_problem): it stays under refs/
+        sha = read_ref(cache / repo_cache_dirname(job.repo_id) / "refs" / job.revision)
         if sha and local.read_tree_cache(job.dest, sha) is not None:
             res.commit_from = "hub-cache-ref"
             return sha
@@ -62,7 +80,7 @@ def offline_job(job: RepoJob, lock: LockFile | None) -> RepoResult:
             res.problems.append(f"no cached tree listing for commit {commit[:12]} in {local.hf_dir(job.dest)}; "
                                 "run prefetch online once")
             return res
-        tree = drop_unsafe(tree, res)
+        tree = screen_listing(job, res, tree)
         if job.whole:
             needed = set(tree)
         else:

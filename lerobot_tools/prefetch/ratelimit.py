@@ -146,8 +146,11 @@ def _bucket_name(names: list[str]) -> str | None:
 
 
 def _remaining_item(name: str | None, p: dict[str, str]) -> RateLimitItem | None:
-    remaining = _int(p.get("r", p.get("remaining")))
-    reset = _seconds(p.get("t", p.get("reset")))
+    """The item, or None when it gives neither ``r`` nor ``t``, or gives one that is not a valid number."""
+    raw_r, raw_t = p.get("r", p.get("remaining")), p.get("t", p.get("reset"))
+    remaining, reset = _int(raw_r), _seconds(raw_t)
+    if (raw_r is not None and remaining is None) or (raw_t is not None and reset is None):
+        return None
     if remaining is None and reset is None:
         return None
     return RateLimitItem(name, remaining, reset)
@@ -216,7 +219,7 @@ def parse_ratelimit_policy(headers) -> list[RateLimitItem]:
                 m = re.match(r"\s*(\d{1,15})\s*(?:;|$)", item)
                 quota = int(m.group(1)) if m else None
             window = _seconds(p.get("w"))
-            if quota is None or quota < 1 or (window is not None and window <= 0):
+            if quota is None or quota < 1 or ("w" in p and (window is None or window <= 0)):
                 continue
             out.append(RateLimitItem(_bucket_name(names), quota=quota, window_s=window))
     if not out:

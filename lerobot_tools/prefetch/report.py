@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from lerobot_tools.prefetch.hub import CallStats
-from lerobot_tools.prefetch.local import TreeFile
-from lerobot_tools.prefetch.plan import RepoJob, unsafe_paths
+from lerobot_tools.prefetch.local import TreeFile, check_listing
+from lerobot_tools.prefetch.plan import RepoJob
 
 MAX_PROBLEMS_SHOWN = 5
 
@@ -160,12 +160,18 @@ def check_local_entry(job: RepoJob, res: RepoResult) -> None:
 
 
 
-def drop_unsafe(tree: dict[str, TreeFile], res: RepoResult) -> dict[str, TreeFile]:
-    bad = unsafe_paths(tree)
-    if not bad:
-        return tree
-    res.problem(summarise_paths("listed paths escape the destination and were refused", bad))
-    return {p: f for p, f in tree.items() if p not in set(bad)}
+def screen_listing(job: RepoJob, res: RepoResult, tree: dict[str, TreeFile]) -> dict[str, TreeFile]:
+    """The listing to work from: every path checked (:func:`lerobot_tools.prefetch.local.check_listing`),
+    entries in reserved folders (``.lrtool/``, ``.cache/huggingface/``) dropped with a note.
+
+    Raises:
+        LrtoolError: a path is unusable or resolves outside ``job.dest``: the repo is refused.
+    """
+    usable, reserved = check_listing(job.dest, tree)
+    if reserved:
+        res.notes.append(summarise_paths("listed files in folders reserved for lrtool and huggingface_hub "
+                                         "bookkeeping (.lrtool/, .cache/huggingface/) skipped", reserved))
+    return usable
 
 
 def human_bytes(n: int) -> str:

@@ -44,7 +44,7 @@ from lerobot_tools.prefetch.local import TreeFile
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from lerobot_tools.prefetch.offline import offline_job
 from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files, plan_jobs
-from lerobot_tools.prefetch.report import (PrefetchReport, RepoResult, check_local_entry, drop_unsafe, new_result,
+from lerobot_tools.prefetch.report import (PrefetchReport, RepoResult, check_local_entry, new_result, screen_listing,
                                            summarise_paths)
 
 log = logging.getLogger("lerobot_tools.prefetch")
@@ -175,7 +175,6 @@ class _Runner:
             commit = self._commit(job, res)
             res.commit = commit
             tree = self._tree(job, res, commit)
-            tree = drop_unsafe(tree, res)
             if job.whole:
                 needed = sorted(tree)
             else:
@@ -238,16 +237,19 @@ class _Runner:
         return self.client.resolve_revision(job.repo_id, job.revision, res.stats)
 
     def _tree(self, job: RepoJob, res: RepoResult, commit: str) -> dict[str, TreeFile]:
+        """The listing of ``commit`` (cached, else one paginated listing, then cached), every path checked
+        before anything is written (:func:`~lerobot_tools.prefetch.report.screen_listing`)."""
         tree = local.read_tree_cache(job.dest, commit)
         if tree is not None:
-            return tree
+            return screen_listing(job, res, tree)
         tree = self.client.list_tree(job.repo_id, commit, res.stats)
+        usable = screen_listing(job, res, tree)  # raises before the cache (or anything) is written
         if not self.o.dry_run:
             try:
                 local.write_tree_cache(job.dest, commit, tree)
             except OSError as exc:
                 res.notes.append(f"tree listing not cached ({exc.strerror or exc})")
-        return tree
+        return usable
 
     def _check(self, job: RepoJob, res: RepoResult, commit: str, tree: dict[str, TreeFile],
                paths: list[str]) -> list[str]:
