@@ -24,9 +24,9 @@ from lerobot_tools.prefetch import PrefetchOptions, prefetch
 from lerobot_tools.prefetch import budget as budget_mod
 from lerobot_tools.prefetch.budget import BucketBudget, Limit
 from lerobot_tools.prefetch.hub import RetryPolicy
-from lerobot_tools.prefetch.ratelimit import parse_ratelimit, parse_retry_after
 from lerobot_tools.prefetch.local import read_metadata, read_tree_cache
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
+from lerobot_tools.prefetch.ratelimit import parse_ratelimit, parse_retry_after
 from tests import hubserver
 from tests.hubserver import HubServer, git_blob_sha1, read_folder
 

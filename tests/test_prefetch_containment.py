@@ -11,25 +11,19 @@ skipped and reported. A revision must be a branch/tag name or a 40-hex SHA; a co
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-try:
-    import hubserver
-except ImportError:  # pytest --import-mode=importlib does not put tests/ on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import hubserver
-
-from hubserver import HubServer
-from test_prefetch import V21, FakeClock, _isolated_env, on_disk, run, write_mixture  # noqa: F401
-
 from lerobot_tools.cli import cli
 from lerobot_tools.prefetch.local import check_listing, tree_cache_path
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from lerobot_tools.prefetch.plan import revision_problem
+from tests.hubserver import HubServer
+from tests.test_prefetch import V21, FakeClock, on_disk, run, write_mixture
+
+pytestmark = pytest.mark.usefixtures("isolated_hub_env")
 
 
 @pytest.fixture

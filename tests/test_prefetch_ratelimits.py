@@ -16,25 +16,19 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-try:
-    import hubserver
-except ImportError:  # pytest --import-mode=importlib does not put tests/ on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import hubserver
-
-from hubserver import HubServer
-from test_prefetch import REPO_ROOT, V21, FakeClock, _isolated_env, on_disk, run, write_mixture  # noqa: F401
 
 from lerobot_tools.cli import cli
 from lerobot_tools.prefetch import budget as budget_mod
 from lerobot_tools.prefetch.budget import BucketBudget, Budgets, Limit, WaitTooLong
 from lerobot_tools.prefetch.ratelimit import (bucket_of_url, parse_ratelimit, parse_ratelimit_policy,
                                               parse_retry_after)
+from tests.hubserver import HubServer
+from tests.test_prefetch import REPO_ROOT, V21, FakeClock, on_disk, run, write_mixture
+
+pytestmark = pytest.mark.usefixtures("isolated_hub_env")
 
 ANON = {"api": 500, "resolvers": 3000}  # the Hub's anonymous quotas per window
 
@@ -64,8 +58,8 @@ def clock():
 def test_cold_400_repo_mixture_under_anonymous_quotas_has_no_429(tmp_path):
     """800 api calls (resolve + listing per repo) against an api quota of 500 per window: a single shared
     budget of 3,000 would hit 429 after 500; per-bucket budgets pace the api calls across windows."""
-    window = 6  # the Hub's 300 s, scaled down
-    repos = tiny_repos(400)
+    window = 8  # the Hub's 300 s, scaled down (the first 500 api calls take ~2.5 s here under load)
+    repos = tiny_repos(400, files=2)
     root = tmp_path / "out"
     mix = write_mixture(tmp_path, *repos)
     with HubServer(rate_limits=ANON, rate_window_s=window) as srv:
@@ -99,16 +93,16 @@ def test_cold_400_repo_mixture_under_anonymous_quotas_has_no_429(tmp_path):
 def test_smaller_advertised_quotas_are_adopted(tmp_path):
     """A server that advertises (and enforces) quotas far below lrtool's defaults, on a 2 s window lrtool
     was not told about: lrtool takes the quota, the window and the remaining count from the headers."""
-    repos = tiny_repos(30)
+    repos = tiny_repos(12, files=10)
     mix = write_mixture(tmp_path, *repos)
-    with HubServer(rate_limits={"api": 25, "resolvers": 40}, rate_window_s=2) as srv:
+    with HubServer(rate_limits={"api": 10, "resolvers": 40}, rate_window_s=2) as srv:
         serve(srv, repos)
         rep = run(mix, srv, tmp_path / "out", max_workers=4)
         assert rep.exit_status == 0
         assert srv.rate_limited() == 0, [(r.route, r.t) for r in srv.requests() if r.status == 429][:5]
-        assert rep.requests_by_bucket == {"api": 60, "resolvers": 90}
+        assert rep.requests_by_bucket == {"api": 24, "resolvers": 120}
         api, res = rep.budgets["api"], rep.budgets["resolvers"]
-        assert [lim["quota"] for lim in api["limits"]] == [25] and api["limits"][0]["window_s"] == 2
+        assert [lim["quota"] for lim in api["limits"]] == [10] and api["limits"][0]["window_s"] == 2
         assert "advertised by the server" in api["limits"][0]["source"]
         assert [lim["quota"] for lim in res["limits"]] == [40]
         assert api["waited_s"] > 0 and res["waited_s"] > 0  # both buckets had to wait for their windows
