@@ -166,3 +166,16 @@ def test_duplicate_of_names_the_first_occurrence_of_each_dataset(tmp_path):
     ts = targets.resolve_targets([str(a), str(b), str(tmp_path / "link"), str(b / ".." / "a"), "no/such@x",
                                   "no/such@x", "other/repo"])
     assert targets.duplicate_of(ts) == [None, None, 0, 0, None, 4, None]
+
+
+def test_episode_subset_is_episodes_minus_excluded():
+    from lerobot_tools.dataset import EpisodeSubset, Target
+
+    whole = EpisodeSubset.of(Target("x"))
+    assert whole.whole and whole.wants(7) and whole.select([0, 1, 2]) == [0, 1, 2]
+    assert EpisodeSubset.of(Target("x", excluded_episodes=[])).whole
+    sub = EpisodeSubset.of(Target("x", episodes=[5, 2, 9], excluded_episodes=[9]))
+    assert not sub.whole and sub.wants(2) and not sub.wants(9) and not sub.wants(3)
+    assert sub.select([0, 1, 2, 3]) == [5, 2]  # the requested order; not checked against the dataset
+    excl = EpisodeSubset.of(Target("x", excluded_episodes=[1]))
+    assert not excl.whole and excl.select([0, 1, 2]) == [0, 2]

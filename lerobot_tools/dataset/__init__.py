@@ -3,6 +3,7 @@
 * :mod:`.targets` resolves TARGET arguments (folders, repo ids in the local caches, mixture files).
 * :mod:`.mixture` reads mixture files (plain text and OpenTau JSON with ``$ref``).
 * :mod:`.model` opens a dataset root and reads info.json, episodes, tasks, stats and file lists lazily.
+* :mod:`.subset` is the episode-subset rule of a mixture entry (``episodes`` minus ``excluded_episodes``).
 * :mod:`.templates` validates and expands ``data_path`` / ``video_path``.
 """
 
@@ -18,10 +19,11 @@ from lerobot_tools.dataset.model import (
     parse_codebase_version,
 )
 from lerobot_tools.dataset.mixture import MixtureEntry, parse_episode_spec, read_mixture
+from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.dataset.targets import Target, resolve_repo_id, resolve_target, resolve_targets
 
 __all__ = [
     "DEFAULT_FEATURES", "Dataset", "DataFile", "Episode", "TaskTable", "VideoFile", "VideoSegment",
     "open_dataset", "parse_codebase_version", "MixtureEntry", "parse_episode_spec", "read_mixture",
-    "Target", "resolve_repo_id", "resolve_target", "resolve_targets",
+    "EpisodeSubset", "Target", "resolve_repo_id", "resolve_target", "resolve_targets",
 ]

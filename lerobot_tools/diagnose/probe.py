@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.diagnose.model import (
     ERROR,
@@ -83,10 +84,9 @@ def _files_for(ds, target: Target, notes: list[str]) -> list[tuple[str, str]]:
             if key:
                 out.append((key, rel))
         return out
-    if target.episodes is not None or target.excluded_episodes:
-        want = set(target.episodes) if target.episodes is not None else None
-        excl = set(target.excluded_episodes or [])
-        kept = [vf for vf in files if any((want is None or e in want) and e not in excl for e in vf.episodes)]
+    sub = EpisodeSubset.of(target)
+    if not sub.whole:
+        kept = [vf for vf in files if any(sub.wants(e) for e in vf.episodes)]
         notes.append(f"episode subset from the mixture: {len(kept)} of {len(files)} video files")
         files = kept
     return [(vf.video_key, vf.relpath) for vf in files]

@@ -11,6 +11,7 @@ from typing import Iterable
 
 from lerobot_tools import _io
 from lerobot_tools._parallel import map_ordered
+from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.errors import DatasetError, LrtoolError, one_line
 from lerobot_tools.reshard.model import DatasetResult, FileResult, ReshardOptions, ReshardRun, ShardCount
 from lerobot_tools.reshard.write import reshard_file
@@ -50,7 +51,7 @@ def _prepare(target, options: ReshardOptions) -> tuple[DatasetResult, list[tuple
     if target.error:
         dres.error = target.error
         return dres, []
-    if target.episodes is not None or target.excluded_episodes is not None:
+    if not EpisodeSubset.of(target).whole:
         dres.notes.append("the mixture's episode subset is ignored: whole data files are resharded")
     if target.origin == "hub-cache":
         dres.notes.append("hub snapshot cache: rewritten files replace their symlinks; the blobs are not modified")

@@ -12,6 +12,7 @@ from typing import Iterable
 import numpy as np
 
 from lerobot_tools.checks.catalogue import ERROR
+from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.dataset.targets import Target, resolve_targets
 from lerobot_tools.errors import LrtoolError, UsageError, one_line
 from lerobot_tools.report import DatasetReport
@@ -78,13 +79,14 @@ def _iterate(loader):
 
 
 def _selected_episodes(target: Target) -> list[int] | None:
-    if target.episodes is None and target.excluded_episodes is None:
+    """The target's episode subset (:class:`~lerobot_tools.dataset.subset.EpisodeSubset`), None = all."""
+    sub = EpisodeSubset.of(target)
+    if sub.whole:
         return None
     from lerobot_tools.dataset.model import Dataset
 
-    eps = target.episodes if target.episodes is not None else Dataset(target.root).episode_indices  # type: ignore[arg-type]
-    excluded = set(target.excluded_episodes or [])
-    return [e for e in eps if e not in excluded]
+    available = Dataset(target.root).episode_indices if sub.episodes is None else []  # type: ignore[arg-type]
+    return sub.select(available)
 
 
 def _percentile(values: list[float], q: float) -> float | None:
