@@ -51,3 +51,18 @@ def hub_offline() -> bool:
         if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
             return True
     return False
+
+
+#: Environment variable bounding the open video decoders per worker (the name lerobot's decoder cache uses).
+VIDEO_DECODER_CACHE_SIZE = "LEROBOT_VIDEO_DECODER_CACHE_SIZE"
+
+
+def video_decoder_cache_size() -> int | None:
+    """``LEROBOT_VIDEO_DECODER_CACHE_SIZE`` when set to a positive integer, else None."""
+    raw = os.environ.get(VIDEO_DECODER_CACHE_SIZE, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
+def nvidia_driver_capabilities() -> str | None:
+    """``NVIDIA_DRIVER_CAPABILITIES`` as set by the NVIDIA container runtime (``video`` is needed for NVDEC)."""
+    return os.environ.get("NVIDIA_DRIVER_CAPABILITIES")

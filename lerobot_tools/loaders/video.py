@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from lerobot_tools._env import VIDEO_DECODER_CACHE_SIZE, video_decoder_cache_size
 from lerobot_tools.errors import DatasetError, one_line
 
 #: Environment variable lerobot reads for its decoder cache size; honoured here too.
-CACHE_SIZE_ENV = "LEROBOT_VIDEO_DECODER_CACHE_SIZE"
+CACHE_SIZE_ENV = VIDEO_DECODER_CACHE_SIZE
 #: Default number of open decoders per process (lerobot uses 100; a decoder of a 480p stream holds a
 #: few MB of FFmpeg buffers, so 32 bounds a worker to roughly 100-300 MB while covering a pool of 16
 #: episodes x 2 cameras).
@@ -51,10 +52,7 @@ class VideoDecodeError(DatasetError):
 
 def default_cache_size() -> int:
     """``LEROBOT_VIDEO_DECODER_CACHE_SIZE`` if set to a positive int, else :data:`DEFAULT_CACHE_SIZE`."""
-    raw = os.environ.get(CACHE_SIZE_ENV, "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return DEFAULT_CACHE_SIZE
+    return video_decoder_cache_size() or DEFAULT_CACHE_SIZE
 
 
 @dataclass

@@ -36,6 +36,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 
+from lerobot_tools._env import nvidia_driver_capabilities
 from lerobot_tools.errors import one_line
 
 _SO_RE = re.compile(r"([\w.+-]+\.so[\w.]*): cannot open shared object file")
@@ -454,7 +455,7 @@ def collect_environment() -> Environment:
     tc = _torchcodec_info(torch_info.importable)
     env = Environment(python=platform.python_version(), platform=platform.platform(), torch=torch_info,
                       torchcodec=tc, pyav=_pyav_info(), cuda_available=available, gpus=gpus, notes=notes,
-                      driver_capabilities=os.environ.get("NVIDIA_DRIVER_CAPABILITIES"))
+                      driver_capabilities=nvidia_driver_capabilities())
     from lerobot_tools.video.probe import av1_decoders
 
     env.av1_decoders["PyAV"] = [d for d in av1_decoders() if d != "av1"] if env.pyav.importable else None
