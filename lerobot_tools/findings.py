@@ -2,7 +2,7 @@
 
 This module sits below the check catalogue, the check families, the reporters and ``lrtool repair``: it
 imports nothing from lerobot_tools, so any of them may import it. It holds the severities, a
-:class:`Finding` (one problem), :class:`NotChecked` (honest coverage),
+:class:`Finding` (one problem, with its subject as data), :class:`NotChecked` (honest coverage),
 :class:`DatasetReport` (everything found about one target) and :func:`group_findings` (findings that repeat
 per file or per episode merged into one naming the count and the first paths).
 """
@@ -19,6 +19,18 @@ SEVERITIES = (ERROR, WARNING, INFO)
 
 MAX_EXAMPLE_PATHS = 3
 
+#: What a finding may name as its subject (:attr:`Finding.subject`), besides the file in ``path``:
+#:
+#: * ``feature``: a feature / column name (a list of names when one finding concerns several columns, S007);
+#: * ``video_key``: the camera feature whose video files are concerned;
+#: * ``episode``: an episode index;
+#: * ``task``: a task label (str) or a task index (int);
+#: * ``key``: the metadata key concerned, as written (``fps``, ``total_frames``, ``video_path``, a
+#:   feature's ``video.codec``; the episodes' ``tasks``);
+#: * ``file_kind``: which kind of file: ``"data"`` (data parquet), ``"video"`` (mp4), ``"episodes"``
+#:   (v3.0 episode metadata parquet).
+SUBJECT_KEYS = ("feature", "video_key", "episode", "task", "key", "file_kind")
+
 
 @dataclass
 class Finding:
@@ -33,6 +45,9 @@ class Finding:
         paths: up to three example paths of a grouped finding.
         known: True when the finding is in the ``--baseline`` file (then it does not fail the run).
         group: grouping key (findings of one check with the same key merge); not serialised.
+        subject: what the finding is about, as data (keys from :data:`SUBJECT_KEYS`), so that programs
+            (``lrtool repair``, JSON consumers) never parse the message. A grouped finding keeps what all
+            its occurrences share.
     """
 
     check: str
@@ -43,6 +58,12 @@ class Finding:
     paths: list[str] = field(default_factory=list)
     known: bool = False
     group: str | None = None
+    subject: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.subject) - set(SUBJECT_KEYS)
+        if unknown:
+            raise ValueError(f"unknown subject key(s) {sorted(unknown)} (known: {', '.join(SUBJECT_KEYS)})")
 
     def to_dict(self) -> dict[str, Any]:
         d = {"check": self.check, "severity": self.severity, "path": self.path, "message": self.message}
@@ -51,7 +72,18 @@ class Finding:
             d["paths"] = self.paths
         if self.known:
             d["known"] = True
+        if self.subject:
+            d["subject"] = dict(self.subject)
         return d
+
+    def concerns(self, pattern: dict[str, Any] | None) -> bool:
+        """True when the subject has every ``key: value`` of ``pattern`` (a list-valued subject entry
+        matches any of its members); an empty or None pattern matches every finding."""
+        for k, v in (pattern or {}).items():
+            have = self.subject.get(k)
+            if not (have == v or (isinstance(have, list) and v in have)):
+                return False
+        return True
 
 
 @dataclass
@@ -108,7 +140,8 @@ class DatasetReport:
 def group_findings(findings: list[Finding]) -> list[Finding]:
     """Merge findings of the same check and ``group`` key into one with a count and example paths.
 
-    Order is preserved (a group sits where its first member was). Ungrouped findings pass unchanged.
+    Order is preserved (a group sits where its first member was). Ungrouped findings pass unchanged. A
+    merged finding's subject is what every member's subject shares (e.g. the video key, not the episodes).
     """
     out: list[Finding] = []
     index: dict[tuple[str, str, str], Finding] = {}
@@ -120,12 +153,13 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
         head = index.get(key)
         if head is None:
             head = Finding(f.check, f.severity, f.path, f.message, count=1,
-                           paths=[f.path] if f.path else [], known=f.known, group=f.group)
+                           paths=[f.path] if f.path else [], known=f.known, group=f.group, subject=dict(f.subject))
             index[key] = head
             out.append(head)
             continue
         head.count += 1
         head.known = head.known and f.known
+        head.subject = {k: v for k, v in head.subject.items() if f.subject.get(k) == v}
         if f.path and len(head.paths) < MAX_EXAMPLE_PATHS:
             head.paths.append(f.path)
     for f in out:

@@ -317,3 +317,29 @@ def test_catalogue_entries_are_complete():
     assert catalogue.expand_selection(["S", "T002"]) >= {"S001", "S007", "T002"}
     with pytest.raises(ValueError):
         catalogue.expand_selection(["Q"])
+
+
+def test_findings_carry_their_subject_and_groups_keep_what_they_share():
+    from lerobot_tools.findings import Finding, group_findings
+
+    g = "episode video segments of cam do not fit their files"
+    fs = [Finding("F010", "error", f"videos/{i}.mp4", f"episode {i}: ...", group=g, subject={"video_key": "cam", "episode": i})
+          for i in range(3)]
+    fs.append(Finding("S001", "error", None, "x", subject={"feature": ["a", "b"]}))
+    head, s001 = group_findings(fs)
+    assert head.count == 3 and head.subject == {"video_key": "cam"} and head.to_dict()["subject"] == {"video_key": "cam"}
+    assert head.concerns({"video_key": "cam"}) and not head.concerns({"episode": 0}) and head.concerns(None)
+    assert s001.concerns({"feature": "b"}) and not s001.concerns({"feature": "c"})
+    assert "subject" not in Finding("R004", "warning", None, "m").to_dict()
+    with pytest.raises(ValueError):
+        Finding("S001", "error", None, "m", subject={"column": "a"})
+
+
+def test_subjects_of_real_findings(v3):
+    def edit(info):
+        info.update(total_frames=1, fps=30.0)
+        info["features"]["action"]["names"] = ["a"]
+    _edit_info(v3, edit)
+    subjects = {f.check: f.subject for f in _validate(v3).findings}
+    assert subjects["C002"] == {"key": "total_frames"} and subjects["I005"] == {"key": "fps"}
+    assert subjects["I007"] == {"feature": "action"}

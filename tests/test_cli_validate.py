@@ -64,6 +64,7 @@ def test_grouped_finding_names_count_and_first_paths():
     code, doc = run_json("validate", DS / "broken_missing_column")
     (s001,) = [f for f in doc["datasets"][0]["findings"] if f["check"] == "S001"]
     assert s001["count"] == 3 and len(s001["paths"]) == 3 and "3 occurrences" in s001["message"]
+    assert s001["subject"] == {"feature": "observation.state"}
 
 
 def test_select_and_ignore():

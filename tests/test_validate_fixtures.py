@@ -71,3 +71,27 @@ def test_opentau_json_mixture_with_ref():
     reports = validate([str(FIXTURES / "mixture.json")])
     assert [Path(r.root).name for r in reports] == ["clean_v21", "clean_v30"]
     assert all(_ids(r) == set() for r in reports)
+
+
+#: Subject keys a finding of these checks always carries (one of each tuple), after grouping.
+SUBJECTS = {
+    **{c: ("feature",) for c in ("S001", "S002", "S003", "S004", "S005", "S007", "I007", "I009", "I011", "G002",
+                                 "G003", "D005", "M003")},
+    **{c: ("key",) for c in ("I004", "I005", "I008", "C001", "C002", "C003", "C008", "T006")},
+    **{c: ("file_kind",) for c in ("F001", "F002", "F003", "F004", "F005", "F006", "F007", "F008")},
+    "I006": ("feature", "key"), "T002": ("task", "key"), "F009": ("video_key",), "F010": ("video_key",),
+}
+
+
+def test_every_fixture_finding_names_its_subject():
+    reports = validate([str(FIXTURES / "datasets" / f["name"]) for f in MANIFEST],
+                       ValidateOptions(deep=True, all_videos=True))
+    seen = set()
+    for r in reports:
+        for f in r.findings:
+            if f.check in SUBJECTS:
+                seen.add(f.check)
+                assert any(k in f.subject for k in SUBJECTS[f.check]), (f.check, f.message, f.subject)
+            if f.check == "F009":
+                assert f.subject.get("key") in ("video.codec", "video.pix_fmt", "shape", "fps"), f.subject
+    assert len(seen) >= 15, seen  # the fixtures raise most of these checks

@@ -10,6 +10,7 @@ read); :class:`StopChecks` is raised by a family when nothing after it can run. 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from lerobot_tools.checks import catalogue
 from lerobot_tools.dataset.footers import FooterInfo
@@ -71,7 +72,7 @@ class CheckContext:
 
     # -------------------------------------------------------------- output
     def emit(self, check_id: str, message: str, path: str | None = None, *,
-             severity: str | None = None, group: str | None = None) -> None:
+             severity: str | None = None, group: str | None = None, **subject: Any) -> None:
         """Record a finding of ``check_id`` (dropped when the check is not selected).
 
         Args:
@@ -79,11 +80,18 @@ class CheckContext:
             path: file concerned, relative to the dataset root.
             severity: overrides the catalogue severity (the message must say why).
             group: findings of one check with the same key are merged into one (count + first paths).
+            subject: what the finding is about (``feature=``, ``video_key=``, ``episode=``, ``task=``,
+                ``key=``, ``file_kind=``; see :data:`lerobot_tools.findings.SUBJECT_KEYS`); None values are
+                left out.
+
+        Raises:
+            ValueError: an unknown subject key (a programming error).
         """
         if not self.enabled(check_id):
             return
         sev = severity or catalogue.get(check_id).severity
-        self.findings.append(Finding(check_id, sev, path, message, group=group))
+        subj = {k: v for k, v in subject.items() if v is not None}
+        self.findings.append(Finding(check_id, sev, path, message, group=group, subject=subj))
 
     def skip(self, checks: str, reason: str) -> None:
         """Record that ``checks`` (IDs or a family description) did not run, and why."""

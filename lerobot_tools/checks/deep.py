@@ -177,7 +177,7 @@ def run(ctx: CheckContext) -> None:
         try:
             scan = scan_file(ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset, list_columns=list_cols)
         except Exception as exc:  # corrupt data pages behind a valid footer
-            ctx.emit("F007", f"data pages cannot be read ({one_line(exc, 160)})", rel)
+            ctx.emit("F007", f"data pages cannot be read ({one_line(exc, 160)})", rel, file_kind="data")
             global_offset = None
             continue
         if global_offset is not None:
@@ -210,22 +210,23 @@ def _report_file(ctx: CheckContext, df, scan: _FileScan, by_ep: dict, prev_last_
         meta = by_ep.get(e)
         if meta is not None and meta.length is not None and e in expected and st.rows != meta.length:
             ctx.emit("C005", f"episode {e} has {st.rows} rows but length {meta.length}", rel,
-                     group="episode lengths disagree with the rows in the data files")
+                     group="episode lengths disagree with the rows in the data files", episode=e)
         if st.bad_frame:
             row, got, want = st.first_bad_frame
             ctx.emit("D001", f"episode {e}: {st.bad_frame} row(s) with frame_index out of sequence "
                      f"(first at row {row} of the episode: {got}, expected {want})", rel,
-                     group="frame_index does not run 0..length-1")
+                     group="frame_index does not run 0..length-1", episode=e)
         if st.bad_ts:
             ctx.emit("D003", f"episode {e}: {st.bad_ts} of {st.rows} timestamp(s) differ from frame_index/fps by up to "
-                     f"{st.max_ts_err:.2e} s (tolerance {tol:g} s)", rel, group="timestamps are not frame_index / fps")
+                     f"{st.max_ts_err:.2e} s (tolerance {tol:g} s)", rel, group="timestamps are not frame_index / fps",
+                     episode=e)
     if scan.bad_index:
         row, got, want = scan.first_bad_index
         ctx.emit("D002", f"{scan.bad_index} row(s) with index out of sequence (first at row {row} of the file: "
                  f"{got}, expected {want})", rel, group="the global index is not contiguous")
     for name, nbad in scan.list_bad.items():
         ctx.emit("D005", f"column {name!r}: {nbad} row(s) do not have the declared length", rel,
-                 group=f"column {name!r} has rows of the wrong length")
+                 group=f"column {name!r} has rows of the wrong length", feature=name)
 
 
 def _short_seq(seq: list[int]) -> str:

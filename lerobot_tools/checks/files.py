@@ -12,15 +12,18 @@ from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import Sniff, sniff
 
 
-def placeholder_finding(ctx: CheckContext, s: Sniff, rel: str, what: str) -> bool:
-    """Emit F004/F005/F006 for a placeholder file; return True when ``s`` is one."""
+def placeholder_finding(ctx: CheckContext, s: Sniff, rel: str, file_kind: str) -> bool:
+    """Emit F004/F005/F006 for a placeholder file of ``file_kind`` (``"data"`` or ``"video"``); return True
+    when ``s`` is one."""
+    what = f"{file_kind} file"
     if s.kind == "empty":
-        ctx.emit("F006", f"{what} is empty (0 bytes)", rel, group=f"{what}s are empty (0 bytes)")
+        ctx.emit("F006", f"{what} is empty (0 bytes)", rel, group=f"{what}s are empty (0 bytes)", file_kind=file_kind)
     elif s.kind == "lfs-pointer":
-        ctx.emit("F004", f"{what} is a Git LFS pointer: {s.detail}", rel, group=f"{what}s are Git LFS pointers")
+        ctx.emit("F004", f"{what} is a Git LFS pointer: {s.detail}", rel, group=f"{what}s are Git LFS pointers",
+                 file_kind=file_kind)
     elif s.kind in ("html", "xml", "json", "text"):
         ctx.emit("F005", f"{what} is not binary data but {s.detail}", rel,
-                 group=f"{what}s are {s.kind.upper()} error pages / text")
+                 group=f"{what}s are {s.kind.upper()} error pages / text", file_kind=file_kind)
     else:
         return False
     return True
@@ -51,26 +54,26 @@ def run(ctx: CheckContext) -> None:
         try:
             path = ds.path(rel)
         except DatasetError as exc:
-            ctx.emit("I008", exc.message, rel)
+            ctx.emit("I008", exc.message, rel, key="data_path")
             ctx.bad_data_files.add(rel)
             continue
         s = sniff(path)
         if s.kind == "missing":
             ctx.emit("F001", f"data file for episode(s) {format_episodes(df.episodes)} is missing", rel,
-                     group="data files are missing")
+                     group="data files are missing", file_kind="data")
             ctx.bad_data_files.add(rel)
             continue
         if s.kind == "unreadable":
-            ctx.emit("F007", f"data file cannot be read: {s.detail}", rel, group="data files cannot be read")
+            ctx.emit("F007", f"data file cannot be read: {s.detail}", rel, group="data files cannot be read", file_kind="data")
             ctx.bad_data_files.add(rel)
             continue
-        if placeholder_finding(ctx, s, rel, "data file"):
+        if placeholder_finding(ctx, s, rel, "data"):
             ctx.bad_data_files.add(rel)
             continue
         try:
             ctx.footers[rel] = read_footer(path, rel)
         except DatasetError as exc:
-            ctx.emit("F007", exc.message, rel, group="parquet files have no valid footer")
+            ctx.emit("F007", exc.message, rel, group="parquet files have no valid footer", file_kind="data")
             ctx.bad_data_files.add(rel)
     if ctx.bad_data_files:
         ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
@@ -81,7 +84,7 @@ def run(ctx: CheckContext) -> None:
     for rel in ds.files_under("data", ".parquet"):
         if rel not in referenced:
             ctx.emit("F003", "parquet file under data/ is not referenced by the episode metadata; loaders that "
-                     "glob data/ will read its rows", rel, group="unreferenced parquet files under data/")
+                     "glob data/ will read its rows", rel, group="unreferenced parquet files under data/", file_kind="data")
     if ds.layout == "v3":
         import re
 
@@ -89,7 +92,7 @@ def run(ctx: CheckContext) -> None:
         for rel in ds.files_under("meta/episodes", ".parquet"):
             if not pat.match(rel):
                 ctx.emit("F003", "file under meta/episodes/ is not a chunk-XXX/file-YYY.parquet; the loader "
-                         "globs meta/episodes/*/*.parquet and may read it as episodes", rel)
+                         "globs meta/episodes/*/*.parquet and may read it as episodes", rel, file_kind="episodes")
     _check_images(ctx)
 
 

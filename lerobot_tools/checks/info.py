@@ -103,36 +103,40 @@ def run(ctx: CheckContext) -> None:
     # I004 codebase_version
     version = info.get("codebase_version")
     if version is None:
-        ctx.emit("I004", "codebase_version is missing", INFO_PATH)
+        ctx.emit("I004", "codebase_version is missing", INFO_PATH, key="codebase_version")
     elif not isinstance(version, str) or ds.version is None:
-        ctx.emit("I004", f"codebase_version {version!r} is not a version string like 'v2.1' or 'v3.0'", INFO_PATH)
+        ctx.emit("I004", f"codebase_version {version!r} is not a version string like 'v2.1' or 'v3.0'", INFO_PATH,
+                 key="codebase_version")
     elif layout is None:
-        ctx.emit("I004", f"codebase_version {version!r} is not supported (known: {', '.join(KNOWN_VERSIONS)})", INFO_PATH)
+        ctx.emit("I004", f"codebase_version {version!r} is not supported (known: {', '.join(KNOWN_VERSIONS)})", INFO_PATH,
+                 key="codebase_version")
     elif version not in KNOWN_VERSIONS:
         ctx.emit("I004", f"codebase_version {version!r} is not one of {', '.join(KNOWN_VERSIONS)}; "
-                 f"checked as {'v3.0' if layout == 'v3' else 'v2.1'}", INFO_PATH, severity="warning")
+                 f"checked as {'v3.0' if layout == 'v3' else 'v2.1'}", INFO_PATH, severity="warning", key="codebase_version")
 
     # I003 / I006 JSON Schema
     for err in sorted(_validator(layout or "any").iter_errors(info), key=lambda e: list(e.absolute_path)):
-        where = "/".join(str(p) for p in err.absolute_path)
+        steps = list(err.absolute_path)
+        where = "/".join(str(p) for p in steps)
         msg = err.message if len(err.message) <= 160 else err.message[:157] + "..."
         if where.startswith("features"):
-            ctx.emit("I006", f"{where}: {msg}", INFO_PATH)
+            feature = str(steps[1]) if steps[:1] == ["features"] and len(steps) > 1 else None
+            ctx.emit("I006", f"{where}: {msg}", INFO_PATH, feature=feature, key=None if feature else str(steps[0]))
         else:
-            ctx.emit("I003", f"{where or '(top level)'}: {msg}", INFO_PATH)
+            ctx.emit("I003", f"{where or '(top level)'}: {msg}", INFO_PATH, key=str(steps[0]) if steps else None)
 
     # I005 fps
     fps = info.get("fps")
     if isinstance(fps, bool) or not isinstance(fps, (int, float)):
         if fps is not None:
-            ctx.emit("I005", f"fps {fps!r} is not a number", INFO_PATH)
+            ctx.emit("I005", f"fps {fps!r} is not a number", INFO_PATH, key="fps")
     elif fps <= 0:
-        ctx.emit("I005", f"fps {fps!r} must be > 0 (lerobot raises ValueError)", INFO_PATH)
+        ctx.emit("I005", f"fps {fps!r} must be > 0 (lerobot raises ValueError)", INFO_PATH, key="fps")
     elif isinstance(fps, float):
         if fps.is_integer():
-            ctx.emit("I005", f"fps is the float {fps!r}; loaders assume an integer", INFO_PATH, severity="warning")
+            ctx.emit("I005", f"fps is the float {fps!r}; loaders assume an integer", INFO_PATH, severity="warning", key="fps")
         else:
-            ctx.emit("I005", f"fps {fps!r} is not an integer frame rate", INFO_PATH)
+            ctx.emit("I005", f"fps {fps!r} is not an integer frame rate", INFO_PATH, key="fps")
 
     feats = info.get("features")
     if isinstance(feats, dict):
@@ -149,54 +153,59 @@ def run(ctx: CheckContext) -> None:
 def _check_features(ctx: CheckContext, feats: dict) -> None:
     for name, feat in feats.items():
         if "/" in name:
-            ctx.emit("I011", f"feature name {name!r} contains '/'", INFO_PATH)
+            ctx.emit("I011", f"feature name {name!r} contains '/'", INFO_PATH, feature=name)
         if not isinstance(feat, dict):
             continue  # reported by the schema (I006)
         dtype, shape = feat.get("dtype"), feat.get("shape")
         if isinstance(dtype, str) and not known_dtype(dtype):
-            ctx.emit("I006", f"feature {name!r}: unknown dtype {dtype!r}", INFO_PATH)
+            ctx.emit("I006", f"feature {name!r}: unknown dtype {dtype!r}", INFO_PATH, feature=name)
         if isinstance(shape, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
             if not 1 <= len(shape) <= 5:
-                ctx.emit("I006", f"feature {name!r}: shape {shape} has rank {len(shape)} (lerobot supports 1-5)", INFO_PATH)
+                ctx.emit("I006", f"feature {name!r}: shape {shape} has rank {len(shape)} (lerobot supports 1-5)", INFO_PATH,
+                         feature=name)
             elif dtype in ("image", "video") and len(shape) != 3:
-                ctx.emit("I006", f"camera feature {name!r}: shape {shape} is not rank 3 [H, W, C]", INFO_PATH)
+                ctx.emit("I006", f"camera feature {name!r}: shape {shape} is not rank 3 [H, W, C]", INFO_PATH, feature=name)
         problem = names_problem(name, feat)
         if problem:
             msg, repairable = problem
             hint = " (repairable)" if repairable else ""
-            ctx.emit("I007", f"feature {name!r}: {msg}{hint}", INFO_PATH)
+            ctx.emit("I007", f"feature {name!r}: {msg}{hint}", INFO_PATH, feature=name)
         if dtype in ("image", "video"):
             names = feat.get("names")
             if names is None:
-                ctx.emit("I009", f"camera feature {name!r} has names: null (dataset_to_policy_features raises TypeError)", INFO_PATH)
+                ctx.emit("I009", f"camera feature {name!r} has names: null (dataset_to_policy_features raises TypeError)",
+                         INFO_PATH, feature=name)
             elif isinstance(names, list) and len(names) == 3 and all(isinstance(n, str) for n in names) \
                     and names not in CAMERA_NAMES and names != ["channels", "height", "width"]:
                 ctx.emit("I009", f"camera feature {name!r} names {names} are not [height, width, channels]; "
-                         "the shape will be read as CHW", INFO_PATH)
+                         "the shape will be read as CHW", INFO_PATH, feature=name)
     for name, dtype in DEFAULT_FEATURES.items():
         feat = feats.get(name)
         if not isinstance(feat, dict):
-            ctx.emit("I010", f"default feature {name!r} is not declared", INFO_PATH, group="default features are not declared")
+            ctx.emit("I010", f"default feature {name!r} is not declared", INFO_PATH, group="default features are not declared",
+                     feature=name)
         elif feat.get("dtype") != dtype or feat.get("shape") != [1]:
-            ctx.emit("I010", f"default feature {name!r} is {feat.get('dtype')} {feat.get('shape')}, lerobot writes {dtype} [1]", INFO_PATH)
+            ctx.emit("I010", f"default feature {name!r} is {feat.get('dtype')} {feat.get('shape')}, lerobot writes {dtype} [1]",
+                     INFO_PATH, feature=name)
 
 
 def _check_templates(ctx: CheckContext, info: dict, layout: str, has_videos: bool) -> None:
     if "data_path" in info:
         for p in tpl.template_problems(info["data_path"], layout=layout, video=False):
-            ctx.emit("I008", f"data_path {info['data_path']!r} {p}", INFO_PATH)
+            ctx.emit("I008", f"data_path {info['data_path']!r} {p}", INFO_PATH, key="data_path")
         if layout == "v3" and info["data_path"] != tpl.V3_DATA_PATH and isinstance(info["data_path"], str):
             ctx.emit("I008", f"data_path {info['data_path']!r} is not the v3.0 default; the v3 loader globs "
-                     "data/*/*.parquet regardless", INFO_PATH, severity="warning")
+                     "data/*/*.parquet regardless", INFO_PATH, severity="warning", key="data_path")
     vp = info.get("video_path")
     if has_videos:
         if "video_path" in info and vp is None:
-            ctx.emit("I008", "video_path is null but video features are declared", INFO_PATH)
+            ctx.emit("I008", "video_path is null but video features are declared", INFO_PATH, key="video_path")
         elif vp is not None:
             for p in tpl.template_problems(vp, layout=layout, video=True):
-                ctx.emit("I008", f"video_path {vp!r} {p}", INFO_PATH)
+                ctx.emit("I008", f"video_path {vp!r} {p}", INFO_PATH, key="video_path")
             if layout == "v3" and vp != tpl.V3_VIDEO_PATH and isinstance(vp, str):
                 ctx.emit("I008", f"video_path {vp!r} is not the v3.0 default; lerobot tools hard-code the default",
-                         INFO_PATH, severity="warning")
+                         INFO_PATH, severity="warning", key="video_path")
     elif isinstance(vp, str):
-        ctx.emit("I008", "video_path is set but no video feature is declared", INFO_PATH, severity="warning")
+        ctx.emit("I008", "video_path is set but no video feature is declared", INFO_PATH, severity="warning",
+                 key="video_path")

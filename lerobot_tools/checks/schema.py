@@ -35,14 +35,14 @@ def run(ctx: CheckContext) -> None:
         for name in declared:
             if name not in present:
                 msg = f"declared feature {name!r} has no column in the data (datasets fills it with None)"
-                ctx.emit("S001", msg, rel, group=msg)
+                ctx.emit("S001", msg, rel, group=msg, feature=name)
         for name in names:
             if name not in feats:
                 msg = f"column {name!r} ({schema.field(name).type}) is not declared in info.json features"
-                ctx.emit("S002", msg, rel, group=msg)
+                ctx.emit("S002", msg, rel, group=msg, feature=name)
                 continue
             for check, sev, msg in compare_feature(name, feats[name], schema.field(name).type):
-                ctx.emit(check, msg, rel, severity=sev, group=msg)
+                ctx.emit(check, msg, rel, severity=sev, group=msg, feature=name)
         _check_hf_metadata(ctx, rel, footer, feats)
     _check_cross_file(ctx)
 
@@ -55,7 +55,8 @@ def _check_hf_metadata(ctx: CheckContext, rel: str, footer, feats: dict) -> None
     drifted = drifted_columns(feats, footer.schema)
     for p in hf_metadata_problems(feats, footer.schema, footer.metadata.get("huggingface"),
                                   has_pandas="pandas" in footer.metadata, drifted=drifted):
-        ctx.emit("S006", p.message, rel, severity=INFO if p.kind == "missing" else None, group=p.message)
+        ctx.emit("S006", p.message, rel, severity=INFO if p.kind == "missing" else None, group=p.message,
+                 feature=p.feature)
 
 
 def _signature(schema) -> tuple[tuple[str, str], ...]:
@@ -78,10 +79,12 @@ def _check_cross_file(ctx: CheckContext) -> None:
             continue
         other = dict(sig)
         diffs = []
+        columns = []
         for name in sorted(set(major) | set(other)):
             a, b = major.get(name), other.get(name)
             if a == b:
                 continue
+            columns.append(name)
             if a is None:
                 diffs.append(f"extra column {name!r}")
             elif b is None:
@@ -89,4 +92,5 @@ def _check_cross_file(ctx: CheckContext) -> None:
             else:
                 diffs.append(f"{name!r} is {b} (others: {a})")
         shown = "; ".join(diffs[:4]) + ("; ..." if len(diffs) > 4 else "")
-        ctx.emit("S007", f"{len(files)} data file(s) differ from the schema of the other {n_major}: {shown}", files[0])
+        ctx.emit("S007", f"{len(files)} data file(s) differ from the schema of the other {n_major}: {shown}", files[0],
+                 feature=columns)

@@ -53,7 +53,7 @@ def run(ctx: CheckContext) -> None:
     for key, value in stats.items():
         if key not in feats:
             ctx.emit("G002", f"stats for {key!r}, which is not a declared feature", STATS_PATH,
-                     group="stats describe undeclared features")
+                     group="stats describe undeclared features", feature=key)
         hit = _nonfinite(value)
         if hit is not None:
-            ctx.emit("G003", f"stats[{key!r}].{hit} is not finite", STATS_PATH)
+            ctx.emit("G003", f"stats[{key!r}].{hit} is not finite", STATS_PATH, feature=key)

@@ -24,7 +24,7 @@ def run(ctx: CheckContext) -> None:
         for role, column in target.feature_mapping.items():
             if column not in feats and column not in VIRTUAL_COLUMNS:
                 ctx.emit("M003", f"data_features_name_mapping maps {role!r} to {column!r}, which is not a feature of "
-                         "this dataset", None)
+                         "this dataset", None, feature=column)
     for attr in ("episodes", "excluded_episodes"):
         wanted = getattr(target, attr)
         if not wanted:
@@ -37,4 +37,4 @@ def run(ctx: CheckContext) -> None:
         if absent:
             shown = ", ".join(map(str, absent[:8])) + (f" and {len(absent) - 8} more" if len(absent) > 8 else "")
             ctx.emit("M004", f"{attr} requests {len(absent)} episode(s) the dataset does not have ({shown}; "
-                     f"it has {len(have)})", None)
+                     f"it has {len(have)})", None, key=attr)

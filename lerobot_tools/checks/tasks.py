@@ -59,18 +59,18 @@ def run(ctx: CheckContext) -> None:
     # T005 duplicates
     for label, n in Counter(table.labels).items():
         if n > 1:
-            ctx.emit("T005", f"task {label!r} appears {n} times", table.path, group="task labels are duplicated")
+            ctx.emit("T005", f"task {label!r} appears {n} times", table.path, group="task labels are duplicated", task=label)
 
     # T006 total_tasks
     total = ds.total("total_tasks")
     if total is not None and total != len(table):
-        ctx.emit("T006", f"total_tasks is {total} but {table.path} has {len(table)} task(s)", INFO_PATH)
+        ctx.emit("T006", f"total_tasks is {total} but {table.path} has {len(table)} task(s)", INFO_PATH, key="total_tasks")
 
     # T002 labels referenced by episodes
     if ctx.episodes_ok:
         known = set(table.labels)
         by_index = table.by_index
-        missing: dict[str, list[int]] = {}
+        missing: dict[str | int, list[int]] = {}  # label or task index -> episodes
         int_refs = 0
         for e in ds.episodes:
             for t in e.tasks:
@@ -79,15 +79,16 @@ def run(ctx: CheckContext) -> None:
                 if isinstance(t, int):
                     int_refs += 1
                     if t not in by_index:
-                        missing.setdefault(f"task index {t}", []).append(e.episode_index)
+                        missing.setdefault(t, []).append(e.episode_index)
                 elif t not in known:
                     missing.setdefault(t, []).append(e.episode_index)
-        for label, eps in missing.items():
+        for task, eps in missing.items():
             shown = ", ".join(map(str, eps[:5])) + (f" and {len(eps) - 5} more" if len(eps) > 5 else "")
-            ctx.emit("T002", f"task {label!r} of episode(s) {shown} is not in {table.path}", ds.episodes[0].source)
+            label = f"task index {task}" if isinstance(task, int) else task
+            ctx.emit("T002", f"task {label!r} of episode(s) {shown} is not in {table.path}", ds.episodes[0].source, task=task)
         if int_refs:
             ctx.emit("T002", f"{int_refs} episode task reference(s) are integers, not task strings "
-                     "(ported data; lerobot expects strings)", ds.episodes[0].source, severity="warning")
+                     "(ported data; lerobot expects strings)", ds.episodes[0].source, severity="warning", key="tasks")
 
 
 def run_data(ctx: CheckContext) -> None:

@@ -45,23 +45,25 @@ def run(ctx: CheckContext) -> None:
         try:
             path = ds.path(vf.relpath)
         except DatasetError as exc:
-            ctx.emit("I008", exc.message, vf.relpath)
+            ctx.emit("I008", exc.message, vf.relpath, key="video_path", video_key=vf.video_key)
             continue
         s = sniff(path)
         if s.kind == "missing":
             missing.append(vf)
             continue
         if s.kind == "unreadable":
-            ctx.emit("F008", f"video file cannot be read: {s.detail}", vf.relpath, group="video files cannot be read")
+            ctx.emit("F008", f"video file cannot be read: {s.detail}", vf.relpath, group="video files cannot be read",
+                     file_kind="video", video_key=vf.video_key)
             continue
-        if placeholder_finding(ctx, s, vf.relpath, "video file"):
+        if placeholder_finding(ctx, s, vf.relpath, "video"):
             continue
         with_header = use_pyav and (probe_all or vf.video_key not in header_done)
         probe = probe_video(path, pyav=with_header, sniffed=s)
         if with_header:
             header_done.add(vf.video_key)
         if probe.status != "ok":
-            ctx.emit("F008", f"video cannot be read: {probe.problem}", vf.relpath, group="video files cannot be read")
+            ctx.emit("F008", f"video cannot be read: {probe.problem}", vf.relpath, group="video files cannot be read",
+                     file_kind="video", video_key=vf.video_key)
             continue
         probes[vf.relpath] = (vf, probe, with_header)
     if missing:
@@ -69,11 +71,12 @@ def run(ctx: CheckContext) -> None:
             shown = ", ".join(v.relpath for v in missing[:3])
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
             ctx.emit("F002", f"all {len(files)} referenced video file(s) are missing (e.g. {shown}{more})",
-                     missing[0].relpath if len(missing) == 1 else None)
+                     missing[0].relpath if len(missing) == 1 else None, file_kind="video")
         else:
             for vf in missing:
                 ctx.emit("F002", f"video file of {vf.video_key} for episode(s) {format_episodes(vf.episodes)} is missing",
-                         vf.relpath, group=f"video files of {vf.video_key} are missing")
+                         vf.relpath, group=f"video files of {vf.video_key} are missing", file_kind="video",
+                         video_key=vf.video_key)
     if use_pyav and not probe_all and len(probes) > len(header_done):
         ctx.skip("F009 (codec/pix_fmt of every file)",
                  "decoder headers read for the first file of each video key only; use --deep or --all-videos to read all")
@@ -81,7 +84,7 @@ def run(ctx: CheckContext) -> None:
     for rel in ds.files_under("videos", ".mp4"):
         if rel not in referenced:
             ctx.emit("F003", "video file is not referenced by the episode metadata and video_path", rel,
-                     severity="warning", group="unreferenced video files under videos/")
+                     severity="warning", group="unreferenced video files under videos/", file_kind="video")
     _check_declarations(ctx, probes)
     _check_segments(ctx, probes, {v.relpath for v in missing})
 
@@ -93,7 +96,7 @@ def _check_declarations(ctx: CheckContext, probes: dict) -> None:
     for rel, (vf, p, with_header) in probes.items():
         for m in compare_header(ds.features.get(vf.video_key, {}), info_fps, p):
             msg = f"{vf.video_key}: {m.message}"
-            ctx.emit("F009", msg, rel, group=msg)
+            ctx.emit("F009", msg, rel, group=msg, video_key=vf.video_key, key=m.field)
 
 
 def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
@@ -114,7 +117,8 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
             e = by_ep.get(vf.episodes[0]) if vf.episodes else None
             if e and e.length is not None and e.length / fps > dur + half:
                 ctx.emit("F010", f"episode {e.episode_index} has {e.length} frames ({e.length / fps:.3f} s) but its "
-                         f"{vf.video_key} video lasts {dur:.3f} s", rel, group="videos are shorter than their episodes")
+                         f"{vf.video_key} video lasts {dur:.3f} s", rel, group="videos are shorter than their episodes",
+                         video_key=vf.video_key, episode=e.episode_index)
             continue
         segs = []
         for ep in vf.episodes:
@@ -139,7 +143,8 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
                 problem = f"from_timestamp {a:.4f} s does not follow the previous episode's to_timestamp {segs[i - 1][1]:.4f} s"
             if problem:
                 ctx.emit("F010", f"episode {e.episode_index} ({vf.video_key}): {problem}", rel,
-                         group=f"episode video segments of {vf.video_key} do not fit their files")
+                         group=f"episode video segments of {vf.video_key} do not fit their files",
+                         video_key=vf.video_key, episode=e.episode_index)
     if missing:
         ctx.skip("F010 (missing videos)", f"{len(missing)} video file(s) missing, their segments not checked")
 
