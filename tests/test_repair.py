@@ -797,3 +797,23 @@ def _lerobot_load(root: Path, tmp_path: Path):
     except Exception:
         return None
     return ds.to_dict()
+
+
+def test_findings_are_matched_to_repairs_by_subject_never_by_message():
+    from lerobot_tools.findings import Finding
+    from lerobot_tools.repair.model import Repair, Unrepairable
+    from lerobot_tools.repair.plan import _dispositions
+
+    # the message names column 'a'; the subject says 'b': only the subject counts
+    s005 = Finding("S005", "warning", "data/x.parquet", "column 'a' is a variable-length list", subject={"feature": "b"})
+    s006 = Finding("S006", "warning", "data/x.parquet", "`huggingface` metadata does not describe column 'b'",
+                   subject={"feature": "b"})
+    f009 = Finding("F009", "warning", "videos/c.mp4", "cam: frame rate is 25.000 but info.json fps is 30",
+                   subject={"video_key": "cam", "key": "fps"})
+    repairs = [Repair("S005", "cast 'a'", [], {"feature": "a"}), Repair("S002", "declare 'b'", [], {"feature": "b"}),
+               Repair("F009", "cam: video.codec", [], {"video_key": "cam", "key": "video.codec"})]
+    d = _dispositions([s005, s006, f009], repairs, [Unrepairable("F009", "re-time", "re-encode", {"key": "fps"})],
+                      RepairOptions())
+    # S005 of 'b' is fixed by the declaration repair of 'b' (S002), not by the cast of 'a'
+    assert [(x.action, x.repair.summary if x.repair else x.reason) for x in d] == [
+        ("repair", "declare 'b'"), ("repair", "declare 'b'"), ("not-repairable", "re-time")]

@@ -14,7 +14,7 @@ from typing import Callable
 
 from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, stats, targets, tasks, videos
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
-from lerobot_tools.dataset.model import Dataset
+from lerobot_tools.dataset.model import INFO_PATH, Dataset, NotADatasetError
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.findings import DatasetReport, group_findings
@@ -60,11 +60,7 @@ def validate_target(target: Target, options: ValidateOptions | None = None) -> D
         try:
             ctx.dataset = Dataset(target.root)  # type: ignore[arg-type]
         except DatasetError as exc:
-            not_dataset = "not a LeRobot dataset" in exc.message or "is not a folder" in exc.message
-            if not_dataset:
-                ctx.emit("I001", exc.message, "meta/info.json")
-            else:
-                ctx.emit("I002", exc.message, "meta/info.json")
+            ctx.emit("I001" if isinstance(exc, NotADatasetError) else "I002", exc.message, INFO_PATH)
             ctx.skip("all other checks", "meta/info.json could not be read")
         if ctx.dataset is not None:
             report.codebase_version = ctx.dataset.codebase_version

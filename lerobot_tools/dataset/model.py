@@ -43,6 +43,10 @@ DEFAULT_FEATURES = {
     "task_index": "int64",
 }
 
+class NotADatasetError(DatasetError):
+    """The folder is not a LeRobot dataset at all: it is not a folder, or it has no ``meta/info.json``."""
+
+
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?([._-]?[0-9A-Za-z.]*)?$")
 
 
@@ -214,17 +218,18 @@ class Dataset:
         root: the dataset folder (the one holding ``meta/info.json``).
 
     Raises:
-        DatasetError: ``root`` is not a folder, or ``meta/info.json`` is missing, unreadable or not a
-            JSON object. Everything else is read on demand and raises when first used.
+        NotADatasetError: ``root`` is not a folder, or ``meta/info.json`` is missing.
+        DatasetError: ``meta/info.json`` is unreadable or not a JSON object. Everything else is read on
+            demand and raises when first used.
     """
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         if not self.root.is_dir():
-            raise DatasetError("is not a folder", self.root)
+            raise NotADatasetError("is not a folder", self.root)
         info_file = self.root / INFO_PATH
         if not info_file.exists():
-            raise DatasetError(f"not a LeRobot dataset: {INFO_PATH} is missing", self.root)
+            raise NotADatasetError(f"not a LeRobot dataset: {INFO_PATH} is missing", self.root)
         info = read_json(info_file, INFO_PATH)
         if not isinstance(info, dict):
             raise DatasetError(f"must hold a JSON object, got {type(info).__name__}", INFO_PATH)

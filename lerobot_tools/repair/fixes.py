@@ -28,7 +28,9 @@ from lerobot_tools.dataset.footers import FooterInfo, read_footer
 from lerobot_tools.dataset.model import DEFAULT_FEATURES, INFO_PATH, STATS_PATH, Dataset
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.repair import hfmeta
-from lerobot_tools.repair.model import ColumnOp, Move, ParquetChange, Repair, RepairOptions, TasksRewrite, Unrepairable
+from lerobot_tools.repair.model import (
+    ColumnOp, Move, ParquetChange, Repair, RepairOptions, Subject, TasksRewrite, Unrepairable,
+)
 from lerobot_tools.findings import DatasetReport, Finding
 from lerobot_tools.sniff import sniff
 
@@ -82,10 +84,12 @@ class RepairContext:
         return self.has(check) and self.options.selected(check)
 
     # ---------------------------------------------------------------- outcome
-    def repair(self, check: str, summary: str, files: list[str], subject: str | tuple[str, ...] | None = None) -> None:
+    def repair(self, check: str, summary: str, files: list[str], subject: Subject = None) -> None:
+        """Plan a repair of the findings of ``check`` whose subject matches ``subject`` (None = all)."""
         self.repairs.append(Repair(check, summary, sorted(set(files), key=files.index), subject))
 
-    def cannot(self, check: str, reason: str, todo: str, subject: str | tuple[str, ...] | None = None) -> None:
+    def cannot(self, check: str, reason: str, todo: str, subject: Subject = None) -> None:
+        """Record that the findings of ``check`` matching ``subject`` (None = all) are not repairable."""
         self.unrepairable.append(Unrepairable(check, reason, todo, subject))
 
     # ---------------------------------------------------------------- data files
@@ -165,8 +169,8 @@ def _lengths_over_files(rc: "RepairContext", name: str, files: list[str]) -> set
         seen |= got
     return seen
 
-def _subject(name: str) -> str:
-    return f"column {name!r}"
+def _subject(name: str) -> dict[str, str]:
+    return {"feature": name}
 
 
 def _files_text(files: list[str]) -> str:
@@ -198,7 +202,7 @@ def fix_names(rc: RepairContext) -> None:
         if problem is None:
             continue
         msg, repairable = problem
-        subject = f"feature {name!r}"
+        subject = _subject(name)
         if repairable:
             feat["names"] = list(feat["names"][0])
             rc.repair("I007", f"feature {name!r}: names [[...]] -> flat list of {len(feat['names'])}", [INFO_PATH], subject)
@@ -231,7 +235,7 @@ def fix_feature_invalid(rc: RepairContext) -> None:
         what = _malformed(feat)
         if what is None:
             continue
-        subject = (f"feature {name!r}", f"features/{name}/", f"features/{name}:", _subject(name))
+        subject = _subject(name)
         if feat.get("dtype") in ("image", "video"):
             rc.cannot("I006", f"camera feature {name!r} has {what}", "declare [height, width, channels] by hand (F009 "
                       "takes video shapes from the stream once the shape is rank 3)", subject)
@@ -416,7 +420,7 @@ def fix_shape(rc: RepairContext) -> None:
         _redeclare_shape(rc, name, feat, per_file, subject)
 
 
-def _redeclare_shape(rc: RepairContext, name: str, feat: dict, per_file: dict[str, Any], subject: str) -> None:
+def _redeclare_shape(rc: RepairContext, name: str, feat: dict, per_file: dict[str, Any], subject: Subject) -> None:
     shape = feat.get("shape")
     todo = "re-export the column with the declared shape, or correct the declaration, names and stats together"
     if rc.bad_data_files or len(per_file) != len(rc.footers):
@@ -541,14 +545,14 @@ def fix_dtype(rc: RepairContext) -> None:
                       "rewrite the odd files in the majority schema by hand (a cast would change values)", subject)
             if rc.has("S007"):
                 rc.cannot("S007", f"{name!r}: {why}; the values do not convert exactly", "rewrite the odd files by hand",
-                          repr(name))
+                          subject)
             continue
         for rel in odd:
             rc.add_op(rel, ColumnOp("dtype", name, check="S003", dtype=dtype))
         rc.repair("S003", f"cast {name!r} to the declared {dtype} in {_files_text(odd)} ({why}; every value converts "
                   "exactly)", odd, subject)
         if rc.has("S007"):
-            rc.repair("S007", f"{name!r}: the odd file(s) now store the declared {dtype}", odd, repr(name))
+            rc.repair("S007", f"{name!r}: the odd file(s) now store the declared {dtype}", odd, subject)
 
 
 # =========================================================================== F009 video declarations
@@ -571,9 +575,9 @@ def fix_video_declarations(rc: RepairContext) -> None:
         return
     info_fps = ds.fps
     for key in ds.video_keys:
-        if not any(f.message.startswith(f"{key}:") or (f.group or "").startswith(f"{key}:") for f in rc.findings("F009")):
+        if not any(f.concerns({"video_key": key}) for f in rc.findings("F009")):
             continue
-        subject = f"{key}:"
+        subject = {"video_key": key}
         probes = []
         problem = None
         for vf in (v for v in files if v.video_key == key):
@@ -600,20 +604,20 @@ def fix_video_declarations(rc: RepairContext) -> None:
         if not rate_ok:
             rc.cannot("F009", f"{key} streams run at {rates[0]:.3f} fps but info.json fps is {info_fps:g}",
                       "re-encode the videos at the dataset fps (changing fps would re-time every frame)",
-                      f"{key}: frame rate")
-        changes: list[tuple[str, str]] = []
+                      {"video_key": key, "key": "fps"})
+        changes: list[tuple[str, str]] = []  # (what changes, info.json key: the F009 findings it fixes)
         if "video.codec" in mismatched:
-            changes.append((f"video.codec {vinfo['video.codec']} -> {codec}", f"{key}: codec"))
+            changes.append((f"video.codec {vinfo['video.codec']} -> {codec}", "video.codec"))
             vinfo["video.codec"] = codec
         if "video.pix_fmt" in mismatched:
-            changes.append((f"video.pix_fmt {vinfo['video.pix_fmt']} -> {pix_fmt}", f"{key}: pix_fmt"))
+            changes.append((f"video.pix_fmt {vinfo['video.pix_fmt']} -> {pix_fmt}", "video.pix_fmt"))
             vinfo["video.pix_fmt"] = pix_fmt
         if "shape" in mismatched:
             shape = feat["shape"]
             names = feat.get("names")
             chw = isinstance(names, list) and names[:1] == ["channels"]
             new_shape = [shape[0], height, width] if chw else [height, width, shape[2]]
-            changes.append((f"shape {shape} -> {new_shape}", f"{key}: frames are"))
+            changes.append((f"shape {shape} -> {new_shape}", "shape"))
             feat["shape"] = new_shape
             for k, v in (("video.height", height), ("video.width", width)):
                 if k in vinfo:
@@ -622,10 +626,11 @@ def fix_video_declarations(rc: RepairContext) -> None:
             r = sum(rates) / len(rates)
             new_fps = int(round(r)) if abs(r - round(r)) < 0.01 else round(r, 3)
             if vinfo["video.fps"] != new_fps:
-                changes.append((f"video.fps {vinfo['video.fps']} -> {new_fps}", f"{key}: video.fps"))
+                changes.append((f"video.fps {vinfo['video.fps']} -> {new_fps}", "video.fps"))
                 vinfo["video.fps"] = new_fps
-        for text, subj in changes:
-            rc.repair("F009", f"{key}: {text} (probed in all {len(probes)} file(s))", [INFO_PATH], subj)
+        for text, info_key in changes:
+            rc.repair("F009", f"{key}: {text} (probed in all {len(probes)} file(s))", [INFO_PATH],
+                      {"video_key": key, "key": info_key})
 
 
 # =========================================================================== F002/F003 video_path
@@ -737,10 +742,10 @@ def fix_video_path(rc: RepairContext) -> None:
         if explained:
             rc.repair("F003", "the unreferenced video files are the ones " + (
                 "moved where video_path points" if rc.options.move_files else "the repaired video_path references"),
-                [INFO_PATH] if not rc.options.move_files else [], "video file")
+                [INFO_PATH] if not rc.options.move_files else [], {"file_kind": "video"})
         else:
             rc.cannot("F003", f"{len(orphans - referenced_new)} video file(s) stay unreferenced",
-                      "delete the stray files or fix the metadata that should reference them", "video file")
+                      "delete the stray files or fix the metadata that should reference them", {"file_kind": "video"})
 
 
 # =========================================================================== T004/T007/T002 task table
@@ -817,12 +822,12 @@ def _append_missing_labels(rc: RepairContext, table, rows: list[tuple[int, str]]
                 int_refs = True
                 if t not in by_index:
                     rc.cannot("T002", f"episode {e.episode_index} references task index {t}, which has no task",
-                              "give the episode its task string", f"task index {t}")
+                              "give the episode its task string", {"task": t})
             elif isinstance(t, str) and t not in known and t not in missing:
                 missing.append(t)
     if int_refs:
         rc.cannot("T002", "some episodes list task indices instead of task strings",
-                  "replace the integers in the episodes' tasks lists with the task strings", "integers")
+                  "replace the integers in the episodes' tasks lists with the task strings", {"key": "tasks"})
     if not missing:
         return
     if ds.layout == "v3" and not positional:
@@ -832,7 +837,7 @@ def _append_missing_labels(rc: RepairContext, table, rows: list[tuple[int, str]]
     nxt = (max(i for i, _ in rows) + 1) if rows else 0
     for label in missing:
         rows.append((nxt, label))
-        rc.repair("T002", f"append task {label!r} as task_index {nxt} to {table.path}", [table.path], repr(label))
+        rc.repair("T002", f"append task {label!r} as task_index {nxt} to {table.path}", [table.path], {"task": label})
         if ds.layout != "v3":
             rc.v2_task_lines.append((nxt, label))
         nxt += 1
@@ -841,7 +846,7 @@ def _append_missing_labels(rc: RepairContext, table, rows: list[tuple[int, str]]
     total = ds.total("total_tasks")
     if total is not None and total == len(table.rows):
         rc.info["total_tasks"] = len(rows)  # the counter was right; keep it right (T006 would fire otherwise)
-        rc.repair("T002", f"total_tasks {total} -> {len(rows)} (labels appended)", [INFO_PATH], repr(missing[0]))
+        rc.repair("T002", f"total_tasks {total} -> {len(rows)} (labels appended)", [INFO_PATH], {"task": missing[0]})
 
 
 # =========================================================================== counters
@@ -898,10 +903,10 @@ def fix_counters(rc: RepairContext) -> None:
             n_keys = len(ds.video_keys)
             if ds.total("total_videos") is not None:
                 _set_counter(rc, "C003", "total_videos", len(episodes) * n_keys,
-                             f"{len(episodes)} episode(s) x {n_keys} video key(s)", subject="total_videos")
+                             f"{len(episodes)} episode(s) x {n_keys} video key(s)")
             if ds.total("total_chunks") is not None:
                 _set_counter(rc, "C003", "total_chunks", math.ceil(len(episodes) / ds.chunks_size) if episodes else 0,
-                             f"ceil({len(episodes)} / {ds.chunks_size})", subject="total_chunks")
+                             f"ceil({len(episodes)} / {ds.chunks_size})")
 
     if rc.wants("C008"):
         splits = rc.info.get("splits")
@@ -919,12 +924,12 @@ def fix_counters(rc: RepairContext) -> None:
                       "correct the ranges by hand ('start:end' within 0:total_episodes)")
 
 
-def _set_counter(rc: RepairContext, check: str, key: str, value: int, why: str, subject: str | None = None) -> None:
+def _set_counter(rc: RepairContext, check: str, key: str, value: int, why: str) -> None:
     old = rc.info.get(key)
     if old == value and not isinstance(old, bool):
         return
     rc.info[key] = value
-    rc.repair(check, f"{key} {old!r} -> {value} ({why})", [INFO_PATH], subject)
+    rc.repair(check, f"{key} {old!r} -> {value} ({why})", [INFO_PATH], {"key": key})
 
 
 # =========================================================================== S006 huggingface metadata

@@ -14,6 +14,11 @@ from typing import Any, Callable
 
 from lerobot_tools.findings import DatasetReport, Finding
 
+#: Which findings of a check a repair (or an unrepairable note) is about: a pattern of subject entries
+#: (:attr:`lerobot_tools.findings.Finding.subject`, e.g. ``{"feature": "action"}``) that a finding must
+#: carry (:meth:`~lerobot_tools.findings.Finding.concerns`); None = every finding of the check.
+Subject = dict[str, Any] | None
+
 
 @dataclass
 class RepairOptions:
@@ -54,15 +59,14 @@ class Repair:
         check: catalogue ID fixed (``S005``).
         summary: one line saying what changes (``cast 'action' list<float> -> fixed_size_list<float>[6]``).
         files: paths (relative to the dataset root) the fix writes.
-        subject: text identifying which findings of ``check`` this fixes (a substring of the finding's
-            message or group key, e.g. ``"'action'"``, or a tuple of alternatives); None = every finding of
-            ``check``.
+        subject: which findings of ``check`` this fixes (:data:`Subject`, e.g. ``{"feature": "action"}``);
+            None = every finding of ``check``. Never matched against message text.
     """
 
     check: str
     summary: str
     files: list[str] = field(default_factory=list)
-    subject: str | tuple[str, ...] | None = None
+    subject: Subject = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"check": self.check, "summary": self.summary, "files": self.files}
@@ -82,7 +86,7 @@ class Unrepairable:
     check: str
     reason: str
     todo: str
-    subject: str | tuple[str, ...] | None = None
+    subject: Subject = None
 
 
 @dataclass

@@ -221,31 +221,30 @@ def _changes(plan: RepairPlan, rc: fixes.RepairContext) -> None:
 
 
 # ---------------------------------------------------------------------- dispositions
-def _matches(subject, f: Finding) -> bool:
-    """A finding matches a subject (a substring of its message or group key; a tuple: any of them)."""
-    if subject is None:
-        return True
-    subjects = subject if isinstance(subject, tuple) else (subject,)
-    return any(s in f.message or s in (f.group or "") for s in subjects)
+#: Repairs that change a column's declaration or its stored type: a schema finding of the same feature is
+#: fixed by them as a consequence (e.g. the S005 of a column that the S002 repair declares and casts).
+DECLARATION_REPAIRS = {"I006", "S002", "S003", "S004", "S005", "S007"}
 
 
 def _dispositions(findings: list[Finding], repairs, unrepairable: list[Unrepairable],
                   options: RepairOptions) -> list[Disposition]:
     """Map each finding to what the plan does about it: not selected by --only; not repairable (a specific
-    reason from a fix, else the catalogue's); or the repair that fixes it."""
+    reason from a fix, else the catalogue's); or the repair that fixes it. Findings are matched by check ID
+    and subject (:meth:`~lerobot_tools.findings.Finding.concerns`), never by their message text."""
     out = []
     for f in findings:
         if not options.selected(f.check):
             out.append(Disposition(f, "not-selected", reason="not selected by --only"))
             continue
-        u = next((u for u in unrepairable if u.check == f.check and _matches(u.subject, f)), None)
+        u = next((u for u in unrepairable if u.check == f.check and f.concerns(u.subject)), None)
         if u is not None:
             out.append(Disposition(f, "not-repairable", reason=u.reason, todo=u.todo))
             continue
-        r = next((r for r in repairs if r.check == f.check and _matches(r.subject, f)), None)
-        if r is None and f.check.startswith("S"):
+        r = next((r for r in repairs if r.check == f.check and f.concerns(r.subject)), None)
+        if r is None and f.check.startswith("S") and "feature" in f.subject:
             # a schema finding fixed as a consequence of a declaration repair of the same column (I006, S002...)
-            r = next((r for r in repairs if r.subject is not None and _matches(r.subject, f)), None)
+            r = next((r for r in repairs if r.check in DECLARATION_REPAIRS and r.subject and "feature" in r.subject
+                      and f.concerns({"feature": r.subject["feature"]})), None)
         if r is not None:
             out.append(Disposition(f, "repair", repair=r))
             continue
