@@ -155,7 +155,7 @@ def test_a_refs_file_must_hold_a_sha(tmp_path, clock, monkeypatch):
     ref.write_text("../planted")
     # what trees/<ref content>.json would reach: a listing that says the (empty) folder is complete
     planted = dest / ".cache/huggingface/planted.json"
-    planted.parent.mkdir(parents=True)
+    (dest / ".cache/huggingface/trees").mkdir(parents=True)  # so that trees/../planted.json exists
     planted.write_text(json.dumps({"format_version": 1, "files": {}}))
     mix = write_mixture(tmp_path, "org/v21")
     with HubServer() as srv:
@@ -163,7 +163,6 @@ def test_a_refs_file_must_hold_a_sha(tmp_path, clock, monkeypatch):
         assert rep.exit_status == 1 and rep.results[0].commit is None
         assert "unknown offline" in rep.results[0].problems[0]
         ref.write_text("a" * 40 + "\n")  # a real SHA is used, with its cached listing
-        (dest / ".cache/huggingface/trees").mkdir()
         (dest / ".cache/huggingface/trees" / ("a" * 40 + ".json")).write_text(
             json.dumps({"format_version": 1, "files": {}}))
         rep = run(mix, srv, root, clock, offline=True, use_lock=False)
