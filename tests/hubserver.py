@@ -264,10 +264,12 @@ class HubServer:
             self.faults.clear()
 
     def reset(self) -> None:
-        """Forget the request log and faults (content stays)."""
+        """Forget the request log, the faults and the rate-limit counts; windows restart now (content stays)."""
         self.clear_faults()
         with self._lock:
             self.log.clear()
+            self._rate_counts.clear()
+            self._rate_t0 = self.clock()
 
     def counts(self, repo: str | None = None) -> Counter:
         """Requests per route (optionally for one repo)."""
