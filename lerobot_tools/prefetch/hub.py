@@ -45,6 +45,7 @@ from typing import Any, Callable
 from urllib.parse import quote, urljoin, urlsplit
 
 from lerobot_tools.dataset.mixture import SHA_RE
+from lerobot_tools.errors import one_line
 from lerobot_tools.prefetch.budget import SYSTEM_CLOCK, Budgets, Clock, Ticket, WaitTooLong, human_s, utc_after
 from lerobot_tools.prefetch.local import ContentHasher, TreeFile
 from lerobot_tools.prefetch.ratelimit import bucket_of_url, parse_ratelimit, parse_ratelimit_policy, parse_retry_after
@@ -176,11 +177,6 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
     port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
     return parts.scheme, (parts.hostname or "").lower(), port
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:200]
 
 
 class HubClient:
@@ -358,18 +354,18 @@ class HubClient:
                     ticket.done()  # the response (or the failure) is in: the request left the server's queue
             except httpx2.TransportError as exc:
                 if isinstance(exc, httpx2.ProxyError):
-                    raise HubError(f"{what}: proxy error ({_short(exc)})") from None
+                    raise HubError(f"{what}: proxy error ({one_line(exc, typed=True)})") from None
                 stats.answered("conn")
                 n_transient += 1
                 if n_transient > self.policy.max_transient:
-                    raise HubError(f"{what}: connection failed {n_transient} times ({_short(exc)})") from None
+                    raise HubError(f"{what}: connection failed {n_transient} times ({one_line(exc, typed=True)})") from None
                 wait = self._backoff(n_transient)
-                log.info("%s: %s; retrying in %.1f s", what, _short(exc), wait)
-                waited = self._sleep(wait, what, f"connection failed ({_short(exc)})", waited)
+                log.info("%s: %s; retrying in %.1f s", what, one_line(exc, typed=True), wait)
+                waited = self._sleep(wait, what, f"connection failed ({one_line(exc, typed=True)})", waited)
                 stats.waited(wait)
                 continue
             except Exception as exc:  # OfflineModeIsEnabled from the library's request hook, ...
-                raise HubError(f"{what}: {_short(exc)}") from None
+                raise HubError(f"{what}: {one_line(exc, typed=True)}") from None
             try:
                 code = resp.status_code
                 stats.answered(code)
@@ -447,7 +443,7 @@ class HubClient:
             except HubError:
                 raise
             except Exception as exc:
-                raise HubError(f"revision {revision!r} of {repo_id}: answer is not JSON ({_short(exc)})") from None
+                raise HubError(f"revision {revision!r} of {repo_id}: answer is not JSON ({one_line(exc, typed=True)})") from None
             sha = data.get("sha") if isinstance(data, dict) else None
             if not isinstance(sha, str) or not sha:
                 raise HubError(f"revision {revision!r} of {repo_id}: answer has no commit sha")
@@ -488,7 +484,7 @@ class HubClient:
                 except HubError:
                     raise
                 except Exception as exc:
-                    raise _Transient(f"page is not JSON ({_short(exc)})") from None
+                    raise _Transient(f"page is not JSON ({one_line(exc, typed=True)})") from None
                 if not isinstance(items, list):
                     raise HubError(f"{what}: answer is not a JSON list")
                 nxt = resp.links.get("next", {}).get("url")
