@@ -341,12 +341,12 @@ class HubClient:
                 stats.waited(w)
                 waited += w
             stats.sent(kind, bucket)
-            headers = self._headers(url)
-            offset = range_start() if range_start is not None else 0
-            if offset > 0:
-                headers["range"] = f"bytes={offset}-"
             try:
                 try:
+                    headers = self._headers(url)
+                    offset = range_start() if range_start is not None else 0
+                    if offset > 0:
+                        headers["range"] = f"bytes={offset}-"
                     request = session.build_request(method, url, params=params, headers=headers,
                                                     timeout=httpx2.Timeout(self.timeout_s, connect=10.0))
                     resp = session.send(request, stream=True, follow_redirects=False)
@@ -358,7 +358,8 @@ class HubClient:
                 stats.answered("conn")
                 n_transient += 1
                 if n_transient > self.policy.max_transient:
-                    raise HubError(f"{what}: connection failed {n_transient} times ({one_line(exc, typed=True)})") from None
+                    raise HubError(f"{what}: connection failed {n_transient} times "
+                                   f"({one_line(exc, typed=True)})") from None
                 wait = self._backoff(n_transient)
                 log.info("%s: %s; retrying in %.1f s", what, one_line(exc, typed=True), wait)
                 waited = self._sleep(wait, what, f"connection failed ({one_line(exc, typed=True)})", waited)
@@ -443,7 +444,8 @@ class HubClient:
             except HubError:
                 raise
             except Exception as exc:
-                raise HubError(f"revision {revision!r} of {repo_id}: answer is not JSON ({one_line(exc, typed=True)})") from None
+                raise HubError(f"revision {revision!r} of {repo_id}: answer is not JSON "
+                               f"({one_line(exc, typed=True)})") from None
             sha = data.get("sha") if isinstance(data, dict) else None
             if not isinstance(sha, str) or not sha:
                 raise HubError(f"revision {revision!r} of {repo_id}: answer has no commit sha")
