@@ -248,6 +248,25 @@ def test_remaining_count_deducts_requests_the_server_had_not_seen():
     assert c.sleeps == [10.0]
 
 
+def test_a_fixed_window_renews_in_full_at_its_reset():
+    """After the reset the server announced, a fixed window's full quota is used at once, instead of waiting
+    for the sliding window to forget the requests of the previous window."""
+    for fixed, expected in ((True, [4.0, 10.0]), (False, [4.0, 6.0, 10.0])):
+        c = FakeClock()
+        b = BucketBudget("api", Limit(500, 300, "default"), clock=c)
+        b.advertise(3, 10, fixed_window=fixed)
+
+        def take():
+            ticket, waited = b.acquire()
+            ticket.done()
+            return ticket
+
+        b.observe(2, 4.0, take())  # 2 left in this window, which resets in 4 s
+        for _ in range(2 + 3 + 1):
+            take()
+        assert c.sleeps == expected, (fixed, c.sleeps)
+
+
 def test_no_wait_exceeds_the_bound_and_each_is_announced_once():
     c = FakeClock()
     said: list[str] = []

@@ -13,8 +13,10 @@ whether a token is sent, and makes a thread wait before a request its bucket can
 * **server adaptation**: a ``RateLimit-Policy`` naming the bucket replaces the default quota and window
   (an explicit ``--api-requests`` / ``--resolve-requests`` still applies on top); a ``RateLimit`` with
   ``r`` remaining and ``t`` seconds to reset allows at most ``r`` more requests (minus those granted
-  since the request it answers) until the reset, so requests other processes made from the same address
-  count too;
+  since the request it answers, and those in flight then) until the reset, so requests other processes
+  made from the same address count too; while such a count is fresh it replaces the server's or default
+  sliding window, and when the policy names a ``"fixed window"`` the full quota is taken again at each
+  reset the server announced;
 * **pauses**: a 429 pauses its bucket for what the server asked, for every thread;
 * **cluster share**: ``fraction`` F (0 < F <= 1) takes F of every quota and every ``r``, so N processes
   given 1/N each stay within the limits together.
@@ -150,6 +152,7 @@ class BucketBudget:
         self.clock = clock or SYSTEM_CLOCK
         self.announce = announce
         self.server_limit: Limit | None = None
+        self._server_fixed = False
         self._done: list[float] = []  # completion times, ascending
         self._start = 0  # entries before it have left every window
         self._inflight = 0
@@ -190,16 +193,27 @@ class BucketBudget:
             del self._done[:self._start]
             self._start = 0
 
+    def _roll_over(self, now: float) -> None:
+        """The server's window has reset. With a fixed window of known length, a new one starts with the
+        full quota (less the requests in flight); otherwise the remaining count is unknown until the next
+        answer, and the sliding window alone paces requests."""
+        lim = self.server_limit
+        if self._server_fixed and lim is not None:
+            self._allow_reset += (math.floor((now - self._allow_reset) / lim.window_s) + 1) * lim.window_s
+            self._allow = lim.quota - self._inflight
+            self._allow_seq = self._seq + 1  # answers to requests granted before describe the old window
+        else:
+            self._allow = None
+
     def _wait_needed(self, now: float) -> tuple[float | None, str]:
         """Seconds until a request may go (0 = now; None = only when an in-flight request completes)."""
         wait, reason = 0.0, ""
         if self._paused_until > now:
             wait, reason = self._paused_until - now, self._pause_reason
-        if self._allow is not None:
-            if now >= self._allow_reset:
-                self._allow = None
-            elif self._allow <= 0 and self._allow_reset - now > wait:
-                wait, reason = self._allow_reset - now, "the Hub says no request is left in this window"
+        if self._allow is not None and now >= self._allow_reset:
+            self._roll_over(now)
+        if self._allow is not None and self._allow <= 0 and self._allow_reset - now > wait:
+            wait, reason = self._allow_reset - now, "the Hub says no request is left in this window"
         blocked_inflight = False
         for lim in self._limits_now(now):
             idx = bisect.bisect_right(self._done, now - lim.window_s, lo=self._start)
@@ -298,8 +312,9 @@ class BucketBudget:
             self._allow_reset = now + reset_s
             self._allow_seq = seq
 
-    def advertise(self, quota: int, window_s: float | None) -> None:
-        """Take in a ``RateLimit-Policy`` item for this bucket: ``quota`` per ``window_s`` (None: keep ours)."""
+    def advertise(self, quota: int, window_s: float | None, fixed_window: bool = False) -> None:
+        """Take in a ``RateLimit-Policy`` item for this bucket: ``quota`` per ``window_s`` (None: keep ours),
+        in a fixed window (the quota renews in full at each reset) or not."""
         window = window_s if window_s is not None else (
             (self.server_limit or self.default).window_s if (self.server_limit or self.default) else DEFAULT_WINDOW_S)
         share = max(1, math.floor(quota * self.fraction))
@@ -307,8 +322,8 @@ class BucketBudget:
             f", x{self.fraction:g} share" if self.fraction < 1 else "")
         new = Limit(share, window, src)
         with self._lock:
-            if self.server_limit != new:
-                self.server_limit = new
+            self.server_limit = new
+            self._server_fixed = bool(fixed_window) and window_s is not None
 
     def to_dict(self) -> dict:
         """``{"used", "rate_limited", "waited_s", "limits": [...]}`` for JSON reports."""
@@ -391,7 +406,7 @@ class Budgets:
         """
         for it in policies:
             if it.quota is not None:
-                self.bucket(it.bucket or name).advertise(it.quota, it.window_s)
+                self.bucket(it.bucket or name).advertise(it.quota, it.window_s, it.fixed_window)
         for it in limits:
             target = it.bucket or name
             self.bucket(target).observe(it.remaining, it.reset_s, ticket if target == name else None)

@@ -54,6 +54,8 @@ class RateLimitItem:
         reset_s: seconds until the window resets (``t``), or None.
         quota: requests allowed per window (``q``), or None.
         window_s: window length in seconds (``w``), or None.
+        fixed_window: the policy names a fixed window (``"fixed window"``): the quota renews in full
+            at each reset.
     """
 
     bucket: str | None
@@ -61,6 +63,7 @@ class RateLimitItem:
     reset_s: float | None = None
     quota: int | None = None
     window_s: float | None = None
+    fixed_window: bool = False
 
 
 def bucket_of_url(url: str, endpoint: str) -> str:
@@ -221,7 +224,8 @@ def parse_ratelimit_policy(headers) -> list[RateLimitItem]:
             window = _seconds(p.get("w"))
             if quota is None or quota < 1 or ("w" in p and (window is None or window <= 0)):
                 continue
-            out.append(RateLimitItem(_bucket_name(names), quota=quota, window_s=window))
+            fixed = any("fixed" in n.lower() for n in names)
+            out.append(RateLimitItem(_bucket_name(names), quota=quota, window_s=window, fixed_window=fixed))
     if not out:
         quota = _int(_get(headers, "ratelimit-limit"))
         if quota is not None and quota >= 1:
