@@ -101,8 +101,11 @@ _CHECKS = [
     Check("I008", "path-template", ERROR, "data_path or video_path is not a valid template.",
           "Templates use only {episode_chunk}/{episode_index}/{video_key} (v2.x) or "
           "{chunk_index}/{file_index}/{video_key} (v3.0), stay inside the dataset root, and video_path is set "
-          "exactly when video features exist (pitfalls A11). Non-default v3.0 templates are a warning: the v3 "
-          "loader globs data/*/*.parquet regardless (lerobot-format §2.2).",
+          "when video features exist (pitfalls A11). Non-default v3.0 templates are a warning: the v3 "
+          "loader globs data/*/*.parquet regardless (lerobot-format §2.2). video_path set on a dataset without "
+          "video features is only info: lerobot's own writer keeps the default template whenever "
+          "use_videos=True, cameras or not (lerobot 0.4.4 datasets/utils.py create_empty_dataset_info), and "
+          "LeRobotDataset formats it only for meta.video_keys (get_video_file_path), so no loader reads it.",
           "KeyError/IndexError when a loader formats the path, or files looked up in the wrong place.",
           "Restore the default template for the layout, or fix the placeholder named."),
     Check("I009", "camera-names", WARNING, "A camera feature's names are not [height, width, channels].",
@@ -172,11 +175,18 @@ _CHECKS = [
           "IndexError: single positional indexer is out-of-bounds in tasks.iloc (pitfalls B6, lerobot #4017).",
           "Add the missing tasks or fix the task_index column; not mechanical."),
     Check("T004", "tasks-parquet-form", ERROR, "meta/tasks.parquet is not in the form loaders read.",
-          "v3.0 tasks.parquet: task string as the pandas index named `task`, task_index == row position "
-          "(lerobot-format §7.2). An unnamed index (__index_level_0__) is a warning: lerobot copes, others don't.",
-          "lerobot looks tasks up by position with the pandas index as text: without pandas metadata every "
-          "sample's task becomes the row number, silently (pitfalls B1, B2, verified).",
-          "`lrtool repair` rewrites tasks.parquet in the pandas-index form with the same mapping."),
+          "v3.0 tasks.parquet: the task strings are the pandas index, task_index == row position "
+          "(lerobot-format §7.2). An unnamed index (__index_level_0__) is what lerobot's own writer produces "
+          "(lerobot 0.4.4 datasets/utils.py write_tasks: DataFrame indexed by task, DataFrame.to_parquet), so it "
+          "is only info: load_tasks reads it with pandas.read_parquet, whose pandas metadata restores the index, "
+          "and LeRobotDataset.__getitem__ takes tasks.iloc[task_index].name. Task strings in a plain column "
+          "(no pandas index) or in no column at all are errors.",
+          "lerobot looks tasks up by position with the pandas index as text: with the strings in a plain column "
+          "pandas gives a RangeIndex, and every sample's task silently becomes the row number "
+          "(LeRobotDataset.__getitem__, tasks.iloc[task_index].name). Readers that look for a 'task' column "
+          "(pyarrow, polars, other tools) find none in the unnamed-index form.",
+          "`lrtool repair` rewrites a plain-column table in the pandas-index form with the same mapping; the "
+          "unnamed-index form is left alone unless asked for with `lrtool repair --only T004`."),
     Check("T005", "task-duplicate", WARNING, "The same task label appears more than once.",
           "Labels in the task table are unique.",
           "Inverse maps are last-wins, so episodes get another task_index than their rows (pitfalls B5); v3.0 "

@@ -13,6 +13,7 @@ from importlib import resources
 from lerobot_tools.checks.context import CheckContext, StopChecks
 from lerobot_tools.dataset import templates as tpl
 from lerobot_tools.dataset.model import DEFAULT_FEATURES, INFO_PATH, KNOWN_VERSIONS
+from lerobot_tools.findings import INFO
 
 NUMERIC_DTYPES = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -207,5 +208,7 @@ def _check_templates(ctx: CheckContext, info: dict, layout: str, has_videos: boo
                 ctx.emit("I008", f"video_path {vp!r} is not the v3.0 default; lerobot tools hard-code the default",
                          INFO_PATH, severity="warning", key="video_path")
     elif isinstance(vp, str):
-        ctx.emit("I008", "video_path is set but no video feature is declared", INFO_PATH, severity="warning",
-                 key="video_path")
+        # lerobot's writer keeps the template whenever use_videos=True, cameras or not; loaders expand it only
+        # for video features, so it is never used.
+        ctx.emit("I008", "video_path is set but no video feature is declared (lerobot's writer keeps the template; "
+                 "no loader uses it)", INFO_PATH, severity=INFO, key="video_path")

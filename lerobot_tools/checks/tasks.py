@@ -12,6 +12,7 @@ from collections import Counter
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.dataset.model import INFO_PATH
 from lerobot_tools.errors import DatasetError
+from lerobot_tools.findings import INFO
 
 
 def run(ctx: CheckContext) -> None:
@@ -40,8 +41,11 @@ def run(ctx: CheckContext) -> None:
         elif table.form == "unknown":
             ctx.emit("T004", "tasks.parquet has no task string column (expected the pandas index named 'task')", table.path)
         elif table.form == "unnamed-index":
-            ctx.emit("T004", "tasks.parquet stores the task strings in an unnamed pandas index (__index_level_0__); "
-                     "lerobot copes, readers that look for a 'task' column do not", table.path, severity="warning")
+            # The form upstream lerobot's own writer produces (pandas DataFrame indexed by the task strings,
+            # DataFrame.to_parquet): lerobot reads it back with pandas, which restores the index. Never a defect.
+            ctx.emit("T004", "tasks.parquet stores the task strings in an unnamed pandas index (__index_level_0__), "
+                     "as lerobot's own writer does; lerobot reads it, a reader that looks for a 'task' column does "
+                     "not", table.path, severity=INFO)
 
     # T007 indices
     indices = [i for i, _ in table.rows]

@@ -14,7 +14,8 @@ from lerobot_tools.commands._common import fail, format_option
 @click.option("--dry-run", is_flag=True, help="Show what would change (unified diff of JSON files, parquet columns "
               "and types before/after) and write nothing.")
 @click.option("--only", multiple=True, metavar="IDS", help="Only repair these check IDs or prefixes (e.g. C,S005). "
-              "Repeatable. Validation still runs every check.")
+              "Repeatable. Validation still runs every check. A form lerobot's own writer produces (an info "
+              "finding, e.g. T004's unnamed task index) is rewritten only when its ID is named in full.")
 @click.option("--drop-undeclared", is_flag=True, help="S002: drop undeclared columns from every data file instead "
               "of declaring them.")
 @click.option("--move-files", is_flag=True, help="F002/F003: move the video files to where video_path points instead "
@@ -52,7 +53,8 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt):
     except LrtoolError as exc:
         fail(str(exc))
     unique = [t for t, dup in zip(resolved, duplicate_of(resolved)) if dup is None]
-    options = RepairOptions(only=sel, drop_undeclared=drop_undeclared, move_files=move_files)
+    named = {p.strip().upper() for item in only for p in item.split(",")} & (sel or set())
+    options = RepairOptions(only=sel, drop_undeclared=drop_undeclared, move_files=move_files, named=named)
     docs, status = [], 0
     for t in unique:
         try:

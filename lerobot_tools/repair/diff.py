@@ -164,7 +164,7 @@ def render_result(result, out: IO[str]) -> None:
             where = f"  {f.path}" if f.path and f.count == 1 else ""
             out.write(f"    {f.severity:<7} {f.check}{where}: {f.message}\n")
             if d.action == "not-selected":
-                out.write("            not selected by --only\n")
+                out.write(f"            {d.reason or 'not selected by --only'}\n")
             else:
                 out.write(f"            not repairable: {d.reason}\n            to do: {d.todo}\n")
     changes = getattr(result, "changes", None) or (plan_changes(plan) if not plan.empty else None)

@@ -80,8 +80,9 @@ class RepairContext:
         return any(f.check in checks for f in self.report.findings)
 
     def wants(self, check: str) -> bool:
-        """The report has findings of ``check`` and ``--only`` selects it."""
-        return self.has(check) and self.options.selected(check)
+        """The report has findings of ``check`` that are not left alone (a form lerobot's own writer produces,
+        see :meth:`RepairOptions.leaves_alone`) and ``--only`` selects it."""
+        return self.options.selected(check) and any(not self.options.leaves_alone(f) for f in self.findings(check))
 
     # ---------------------------------------------------------------- outcome
     def repair(self, check: str, summary: str, files: list[str], subject: Subject = None) -> None:

@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from lerobot_tools.findings import DatasetReport, Finding
+from lerobot_tools.findings import INFO, DatasetReport, Finding
+
+#: Checks whose info-severity findings describe a form upstream lerobot's own writer produces (their entries in
+#: docs/checks.md say which): never a defect, so repair rewrites such a finding only when ``--only`` names the
+#: check in full (``--only T004``, not a prefix such as ``--only T``).
+WRITER_FORMS = frozenset({"T004", "I008"})
 
 #: Which findings of a check a repair (or an unrepairable note) is about: a pattern of subject entries
 #: (:attr:`lerobot_tools.findings.Finding.subject`, e.g. ``{"feature": "action"}``) that a finding must
@@ -32,12 +37,16 @@ class RepairOptions:
         move_files: fix F002/F003 by moving video files to where ``video_path`` points instead of rewriting
             the template.
         tolerance_s: timestamp tolerance of the validation runs (lerobot default 1e-4 s).
+        named: check IDs written in full in ``--only`` (not reached through a prefix): the explicit request
+            needed to rewrite a form upstream lerobot's writer produces (:data:`WRITER_FORMS`). None (library
+            use) means ``only`` itself.
     """
 
     only: set[str] | None = None
     drop_undeclared: bool = False
     move_files: bool = False
     tolerance_s: float = 1e-4
+    named: set[str] | None = None
 
     def validate_options(self):
         """The :class:`~lerobot_tools.checks.context.ValidateOptions` repair validates with: ``deep`` (row-level
@@ -49,6 +58,11 @@ class RepairOptions:
 
     def selected(self, check_id: str) -> bool:
         return self.only is None or check_id in self.only
+
+    def leaves_alone(self, finding: Finding) -> bool:
+        """True for a finding about a form upstream lerobot's writer produces that ``--only`` did not name."""
+        named = self.named if self.named is not None else (self.only or set())
+        return finding.check in WRITER_FORMS and finding.severity == INFO and finding.check not in named
 
 
 @dataclass

@@ -228,13 +228,19 @@ DECLARATION_REPAIRS = {"I006", "S002", "S003", "S004", "S005", "S007"}
 
 def _dispositions(findings: list[Finding], repairs, unrepairable: list[Unrepairable],
                   options: RepairOptions) -> list[Disposition]:
-    """Map each finding to what the plan does about it: not selected by --only; not repairable (a specific
-    reason from a fix, else the catalogue's); or the repair that fixes it. Findings are matched by check ID
-    and subject (:meth:`~lerobot_tools.findings.Finding.concerns`), never by their message text."""
+    """Map each finding to what the plan does about it: not selected by --only, or a writer form left alone; not
+    repairable (a specific reason from a fix, else the catalogue's); or the repair that fixes it. Findings are
+    matched by check ID and subject (:meth:`~lerobot_tools.findings.Finding.concerns`), never by their message text."""
     out = []
     for f in findings:
         if not options.selected(f.check):
             out.append(Disposition(f, "not-selected", reason="not selected by --only"))
+            continue
+        if options.leaves_alone(f):
+            on_request = (f"`lrtool repair --only {f.check}` rewrites it on request" if f.check in REPAIRABLE
+                          else "nothing to do")
+            out.append(Disposition(f, "not-selected",
+                                   reason=f"the form lerobot's own writer produces, not a defect; {on_request}"))
             continue
         u = next((u for u in unrepairable if u.check == f.check and f.concerns(u.subject)), None)
         if u is not None:
