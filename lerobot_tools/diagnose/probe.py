@@ -128,7 +128,7 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
     info_fps = ds.fps
     features = ds.features
     fetch = (f"`lrtool prefetch {target.repo_id}`" if target.repo_id
-             else "e.g. `huggingface-cli download REPO_ID --repo-type dataset`")
+             else "e.g. `hf download REPO_ID --repo-type dataset --local-dir DATASET_FOLDER`")
     headed: set[str] = set()
     index: dict = {}
     light = 0  # healthy files checked without reading their decoder header
