@@ -97,8 +97,9 @@ def test_validate_deep_finds_no_error_and_no_warning(name):
     assert not [n for n in report.not_checked if not n.checks.startswith("R004")], report.not_checked
 
 
-def test_validate_cli_exit_0_and_summary_on_all_real_datasets():
-    code, out = cli_run("validate", "--deep", "--format", "json", *[REAL / n for n in NAMES])
+@pytest.mark.parametrize("mode", [[], ["--deep"]])
+def test_validate_cli_exit_0_and_summary_on_all_real_datasets(mode):
+    code, out = cli_run("validate", *mode, "--format", "json", *[REAL / n for n in NAMES])
     assert code == 0, out
     summary = json.loads(out)["summary"]
     assert summary["datasets"] == len(NAMES)
