@@ -22,10 +22,11 @@ pyarrow is imported inside the functions that need it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from lerobot_tools._io import loads_json
+from lerobot_tools.errors import LrtoolError
 from lerobot_tools.findings import ERROR, WARNING
 
 #: Arrow scalar type names -> numpy dtype names (the ``dtype`` lerobot declares and ``datasets`` writes in a
@@ -246,12 +247,12 @@ def hf_entry_agrees(feat: dict | None, entry: Any) -> bool:
 
 def parse_hf_metadata(raw: bytes | str | None) -> dict | None:
     """The parsed ``huggingface`` metadata document, or None when absent or not a JSON object with
-    ``info.features`` as a dict."""
+    ``info.features`` as a dict (or nested deeper than :data:`lerobot_tools._io.MAX_JSON_DEPTH` levels)."""
     if raw is None:
         return None
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        doc = loads_json(raw)
+    except LrtoolError:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict) \
             or not isinstance(doc["info"].get("features"), dict):

@@ -9,8 +9,14 @@ Two forms are read:
   mixture object ``{"datasets": [...]}``, or a list of entries) with ``repo_id`` / ``root`` /
   ``revision`` / ``episodes`` / ``excluded_episodes`` / ``data_features_name_mapping``. ``{"$ref": "path"}``
   includes another file anywhere a value is expected; sibling keys deep-merge over the included object;
-  paths resolve relative to the including file (after symlink resolution); cycles are errors. Relative
-  ``root`` values are resolved against the file they are written in.
+  paths resolve relative to the including file (after symlink resolution); cycles are errors. A ``$ref``
+  must be a relative path without ``..`` that resolves (symlinks followed) inside the folder of the
+  mixture file named on the command line, and every file read is a regular file of at most 64 MiB
+  (:func:`lerobot_tools._io.load_json_file`). Relative ``root`` values are resolved against the file they
+  are written in.
+
+A revision is a branch or tag name or a commit SHA (:func:`revision_problem`); a repo id follows the Hub's
+rules (``org/name``, no ``..``), so neither can name a path outside the caches it is looked up in.
 
 A malformed *entry* becomes a finding (the other entries still load); a file that cannot be read or
 parsed at all raises :class:`~lerobot_tools.errors.UsageError` (exit status 2).
@@ -19,16 +25,47 @@ parsed at all raises :class:`~lerobot_tools.errors.UsageError` (exit status 2).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lerobot_tools._io import MAX_JSON_BYTES, MAX_JSON_DEPTH, load_json_file, loads_json, read_text_capped
 from lerobot_tools.errors import UsageError
 
-REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+#: ``org/name`` as the Hub accepts it (huggingface_hub ``validate_repo_id``: letters, digits, ``-``, ``_``,
+#: ``.``; ``..`` forbidden; the name does not start with ``.``), so ``$HF_LEROBOT_HOME/<repo_id>`` stays inside
+#: ``$HF_LEROBOT_HOME``.
+REPO_ID_RE = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][\w.\-]*/[A-Za-z0-9_\-][\w.\-]*$")
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+MAX_REVISION_CHARS = 255
+
+
+def revision_problem(revision: str) -> str | None:
+    """Why ``revision`` is not a branch/tag name or a commit SHA, or None when it is one.
+
+    A revision names ``refs/<revision>`` in a huggingface_hub cache, so it must stay a ref name: not empty,
+    at most 255 characters, not absolute, no ``.``/``..``/empty path component, no backslash, NUL or other
+    control character (the rules of ``git check-ref-format`` that matter for a path). A 40-hex SHA is
+    always valid.
+    """
+    if SHA_RE.match(revision):
+        return None
+    if not revision:
+        return "revision is empty"
+    if len(revision) > MAX_REVISION_CHARS:
+        return f"revision is longer than {MAX_REVISION_CHARS} characters"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in revision):
+        return f"revision {revision!r} contains a control character"
+    if "\\" in revision:
+        return f"revision {revision!r} contains a backslash"
+    if revision.startswith("/") or os.path.isabs(revision):
+        return f"revision {revision!r} is an absolute path, not a branch, tag or commit SHA"
+    if any(part in ("", ".", "..") for part in revision.split("/")):
+        return f"revision {revision!r} has an empty, '.' or '..' path component; not a branch, tag or commit SHA"
+    return None
 
 
 @dataclass
@@ -107,11 +144,11 @@ def read_mixture(path: str | Path) -> list[MixtureEntry]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_capped(path, limit=MAX_JSON_BYTES, error=UsageError, what="mixture")
     except FileNotFoundError:
         raise UsageError("mixture file not found", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"mixture file cannot be read ({getattr(exc, 'strerror', None) or exc})", path) from None
+    except OSError as exc:
+        raise UsageError(f"mixture file cannot be read ({exc.strerror or exc})", path) from None
     stripped = text.lstrip()
     if path.suffix.lower() == ".json" or stripped.startswith(("{", "[")):
         return _read_json_mixture(path, text)
@@ -147,6 +184,10 @@ def _read_text_mixture(path: Path, text: str) -> list[MixtureEntry]:
                     break
             elif key == "revision":
                 entry.revision = value or None
+                problem = revision_problem(value) if value else None
+                if problem:
+                    entry.error = problem
+                    break
             else:
                 entry.error = f"unknown option {key!r} (known: episodes, revision)"
                 break
@@ -172,6 +213,7 @@ def _assign_target(entry: MixtureEntry, token: str, base: Path) -> None:
             if entry.revision is not None and entry.revision != rev:
                 entry.error = f"two revisions given ({rev!r} and {entry.revision!r})"
             entry.revision = rev
+            entry.error = entry.error or revision_problem(rev)
         return
     entry.root = as_path  # reported later as a missing folder
 
@@ -179,13 +221,29 @@ def _assign_target(entry: MixtureEntry, token: str, base: Path) -> None:
 # ---------------------------------------------------------------------- OpenTau JSON
 def _load_json_file(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return load_json_file(path, error=UsageError)
     except FileNotFoundError:
         raise UsageError("$ref target not found", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot be read ({getattr(exc, 'strerror', None) or exc})", path) from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    except OSError as exc:
+        raise UsageError(f"cannot be read ({exc.strerror or exc})", path) from None
+
+
+def _ref_target(ref: str, base: Path, top: Path, where: Path) -> Path:
+    """The file a ``$ref`` names, after checking it stays inside ``top`` (see module docstring).
+
+    Raises:
+        UsageError: absolute, has a ``..`` component, or resolves (symlinks followed) outside ``top``.
+    """
+    if not ref or "\x00" in ref:
+        raise UsageError(f"$ref {ref!r} is not a file name", where)
+    if os.path.isabs(ref) or ref.startswith(("/", "\\", "~")):
+        raise UsageError(f"$ref {ref!r} is an absolute path; a $ref must be relative to the including file", where)
+    if ".." in ref.replace("\\", "/").split("/"):
+        raise UsageError(f"$ref {ref!r} climbs out with '..'; a $ref must stay inside {top}", where)
+    target = (base / ref).resolve()
+    if target != top and top not in target.parents:
+        raise UsageError(f"$ref {ref!r} resolves to {target}, outside {top}", where)
+    return target
 
 
 def _deep_merge(base: Any, over: dict) -> Any:
@@ -217,38 +275,53 @@ def _absolutize_roots(obj: Any, base: Path) -> Any:
     return obj
 
 
-def resolve_refs(obj: Any, base: Path, stack: tuple[Path, ...]) -> Any:
+MAX_REF_DEPTH = 32
+"""Longest chain of ``$ref`` includes followed (deeper chains are refused, like cycles)."""
+
+
+def resolve_refs(obj: Any, base: Path, stack: tuple[Path, ...], top: Path | None = None, _level: int = 0) -> Any:
     """Resolve ``{"$ref": ...}`` includes recursively (see module docstring).
 
+    Args:
+        obj: parsed JSON.
+        base: the folder relative ``$ref`` paths are resolved against (the including file's folder).
+        stack: the chain of files being included (the first is the mixture file), for cycle detection.
+        top: the folder every ``$ref`` must stay inside (default: the first file's folder).
+
     Raises:
-        UsageError: a cycle, a missing or malformed include.
+        UsageError: a cycle, a chain deeper than :data:`MAX_REF_DEPTH`, a ``$ref`` outside ``top``, a missing,
+            oversized, non-regular or malformed include, or a document nested deeper than
+            :data:`lerobot_tools._io.MAX_JSON_DEPTH` levels once its includes are inlined.
     """
+    top = top if top is not None else stack[0].parent
+    if _level > MAX_JSON_DEPTH:
+        raise UsageError(f"is JSON nested too deeply once its $ref includes are inlined (more than {MAX_JSON_DEPTH} "
+                         "levels)", stack[0])
     if isinstance(obj, dict):
         if "$ref" in obj:
             ref = obj["$ref"]
             if not isinstance(ref, str):
                 raise UsageError(f"$ref must be a string, got {type(ref).__name__}", stack[-1])
-            target = (base / ref).resolve()
+            target = _ref_target(ref, base, top, stack[-1])
             if target in stack:
                 chain = " -> ".join(p.name for p in (*stack, target))
                 raise UsageError(f"$ref cycle: {chain}", stack[-1])
+            if len(stack) > MAX_REF_DEPTH:
+                raise UsageError(f"$ref chain deeper than {MAX_REF_DEPTH} files", stack[-1])
             loaded = _absolutize_roots(_load_json_file(target), target.parent)
-            included = resolve_refs(loaded, target.parent, (*stack, target))
-            siblings = {k: resolve_refs(v, base, stack) for k, v in obj.items() if k != "$ref"}
+            included = resolve_refs(loaded, target.parent, (*stack, target), top, _level)
+            siblings = {k: resolve_refs(v, base, stack, top, _level + 1) for k, v in obj.items() if k != "$ref"}
             return _deep_merge(included, siblings)
-        return {k: resolve_refs(v, base, stack) for k, v in obj.items()}
+        return {k: resolve_refs(v, base, stack, top, _level + 1) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [resolve_refs(v, base, stack) for v in obj]
+        return [resolve_refs(v, base, stack, top, _level + 1) for v in obj]
     return obj
 
 
 def _read_json_mixture(path: Path, text: str) -> list[MixtureEntry]:
     real = path.resolve()
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"mixture file is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
-    doc = resolve_refs(_absolutize_roots(raw, real.parent), real.parent, (real,))
+    raw = loads_json(text, path, error=UsageError)
+    doc = resolve_refs(_absolutize_roots(raw, real.parent), real.parent, (real,), real.parent)
     datasets = None
     where = "datasets"
     if isinstance(doc, list):
@@ -285,6 +358,9 @@ def _json_entry(item: Any, source: str) -> MixtureEntry:
         return entry
     if rev is not None and not isinstance(rev, str):
         entry.error = f"revision must be a string, got {type(rev).__name__}"
+        return entry
+    if rev is not None and revision_problem(rev):
+        entry.error = revision_problem(rev)
         return entry
     if repo_id is None and root is None:
         entry.error = "entry has neither repo_id nor root"

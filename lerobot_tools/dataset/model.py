@@ -12,7 +12,6 @@ with a one-line message naming the file; the checks turn those into findings.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -21,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
+from lerobot_tools._io import MAX_JSONL_BYTES, iter_lines_capped, load_json_file, loads_json, open_regular
 from lerobot_tools.dataset import templates as tpl
 from lerobot_tools.errors import DatasetError, one_line
 
@@ -171,44 +171,43 @@ def _float_or_none(v: Any) -> float | None:
 
 
 def read_json(path: Path, rel: str) -> Any:
-    """Read a JSON file; raise :class:`DatasetError` naming ``rel`` on any problem."""
+    """Read a JSON file (a regular file of at most 64 MiB, nested at most 100 levels; see
+    :func:`lerobot_tools._io.load_json_file`); raise :class:`DatasetError` naming ``rel`` on any problem."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return load_json_file(path, rel, error=DatasetError)
     except FileNotFoundError:
         raise DatasetError("file is missing", rel) from None
-    except UnicodeDecodeError:
-        raise DatasetError("is not UTF-8 text", rel) from None
     except OSError as exc:
         raise DatasetError(f"cannot be read ({exc.strerror or exc})", rel) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", rel) from None
 
 
 def iter_jsonl(path: Path, rel: str) -> Iterator[tuple[int, Any, str | None]]:
     """Yield ``(line_number, object_or_None, error_or_None)`` for each non-blank line of a JSON Lines file.
 
+    The file must be a regular file of at most 4 GiB with lines of at most 64 MiB (it is streamed);
+    a line nested deeper than 100 levels is a bad line, like one that does not parse.
+
     Raises:
-        DatasetError: the file is missing or unreadable.
+        DatasetError: the file is missing, unreadable, not a regular file, over a cap, or not UTF-8.
     """
     try:
-        fh = path.open("r", encoding="utf-8")
+        fh = open_regular(path, limit=MAX_JSONL_BYTES, name=rel, error=DatasetError, what="JSON Lines")
     except FileNotFoundError:
         raise DatasetError("file is missing", rel) from None
     except OSError as exc:
         raise DatasetError(f"cannot be read ({exc.strerror or exc})", rel) from None
     with fh:
-        try:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield lineno, json.loads(line), None
-                except json.JSONDecodeError as exc:
-                    yield lineno, None, f"line {lineno} is not valid JSON ({exc.msg})"
-        except UnicodeDecodeError:
-            raise DatasetError("is not UTF-8 text", rel) from None
+        for lineno, raw in iter_lines_capped(fh, name=rel, error=DatasetError):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DatasetError("is not UTF-8 text", rel) from None
+            if not line.strip():
+                continue
+            try:
+                yield lineno, loads_json(line, rel, error=DatasetError), None
+            except DatasetError as exc:
+                yield lineno, None, f"line {lineno} {exc.message}"
 
 
 class Dataset:
@@ -503,8 +502,10 @@ class Dataset:
         index_columns: list = []
         if b"pandas" in meta:
             try:
-                index_columns = json.loads(meta[b"pandas"]).get("index_columns", [])
-            except (ValueError, AttributeError):
+                index_columns = loads_json(meta[b"pandas"], rel, error=DatasetError).get("index_columns", [])
+            except (DatasetError, AttributeError):
+                index_columns = []
+            if not isinstance(index_columns, list):
                 index_columns = []
         names = table.column_names
         if "task" in index_columns and "task" in names:

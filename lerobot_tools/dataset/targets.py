@@ -13,6 +13,12 @@ A TARGET is:
   abbreviated hex SHA (7+ chars) matches a unique snapshot prefix. A revision is **never** parsed as a
   codebase version (pitfalls F1: ~10 % of short SHAs parse as PEP 440 versions).
 
+Nothing read from a cache leaves it: a revision must be a branch/tag name or a hex SHA
+(:func:`lerobot_tools.dataset.mixture.revision_problem`: no absolute path, no ``..`` component); a
+``refs/`` file must resolve inside ``refs/``, be a small regular file and hold exactly a 40-hex SHA; the
+snapshot folder must resolve (symlinks followed) inside the cache. Anything else is reported as an
+unresolved target naming the problem.
+
 A target that cannot be resolved is returned with ``error`` set (reported as finding ``M001``), never
 raised; only an unreadable mixture file raises :class:`~lerobot_tools.errors.UsageError`.
 """
@@ -24,16 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lerobot_tools import _env
+from lerobot_tools._io import read_text_capped
 from lerobot_tools.dataset.mixture import (
     REPO_ID_RE,
     SHA_RE,
     MixtureEntry,
     read_mixture,
+    revision_problem,
     split_repo_revision,
 )
 from lerobot_tools.errors import LrtoolError
 
 HEX_PREFIX_RE = re.compile(r"^[0-9a-f]{7,39}$")
+MAX_REF_FILE_BYTES = 4096
 
 
 @dataclass
@@ -78,6 +87,56 @@ def repo_cache_dirname(repo_id: str) -> str:
     return "datasets--" + repo_id.replace("/", "--")
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """True when ``path`` resolves (symlinks followed) to ``root`` or below it."""
+    try:
+        real, base = path.resolve(), root.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return real == base or base in real.parents
+
+
+def _snapshot(snaps: Path, cache: Path, sha: str) -> Path | None:
+    """``snaps/<sha>`` when it is a folder that resolves inside ``cache``.
+
+    Raises:
+        LrtoolError: the folder exists but resolves outside the cache (a symlink out of it).
+    """
+    d = snaps / sha
+    if not d.is_dir():
+        return None
+    if not _inside(d, cache):
+        raise LrtoolError(f"snapshot folder {d} resolves to {d.resolve()}, outside the cache {cache}; refused")
+    return d
+
+
+def _read_ref(repo_dir: Path, ref: str) -> str | None:
+    """The commit SHA a ``refs/<ref>`` file holds, None when there is no such ref.
+
+    Raises:
+        LrtoolError: the ref file resolves outside ``refs/``, is not a small regular file, or does not hold
+            exactly a 40-hex SHA.
+    """
+    refs = repo_dir / "refs"
+    ref_file = refs / ref
+    if not ref_file.exists() and not ref_file.is_symlink():
+        return None
+    if not _inside(ref_file, refs):
+        raise LrtoolError(f"ref {ref!r} resolves outside {refs}; refused", ref_file)
+    if ref_file.is_dir():
+        return None
+    try:
+        text = read_text_capped(ref_file, limit=MAX_REF_FILE_BYTES, what="refs/")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise LrtoolError(f"ref file cannot be read ({exc.strerror or exc})", ref_file) from None
+    sha = text.strip()
+    if not SHA_RE.match(sha):
+        raise LrtoolError(f"ref file does not hold a 40-hex commit SHA ({sha[:60]!r}); refused", ref_file)
+    return sha
+
+
 def resolve_in_hub_cache(cache: Path, repo_id: str, revision: str | None) -> tuple[Path, str] | None:
     """Find ``snapshots/<sha>`` for ``repo_id@revision`` in one hub cache, offline.
 
@@ -85,36 +144,39 @@ def resolve_in_hub_cache(cache: Path, repo_id: str, revision: str | None) -> tup
     With no revision, ``refs/main`` is used, else the only snapshot, else None.
 
     Raises:
-        LrtoolError: the revision is ambiguous (an abbreviated SHA matching several snapshots).
+        LrtoolError: the revision is not a branch/tag name or SHA, or is ambiguous (an abbreviated SHA matching
+            several snapshots); a ref file or snapshot folder leads outside the cache (see module docstring).
     """
+    if revision is not None:
+        problem = revision_problem(revision)
+        if problem:
+            raise LrtoolError(problem)
     repo_dir = cache / repo_cache_dirname(repo_id)
     snaps = repo_dir / "snapshots"
     if not snaps.is_dir():
         return None
     if revision and SHA_RE.match(revision):
-        d = snaps / revision
-        return (d, revision) if d.is_dir() else None
+        d = _snapshot(snaps, cache, revision)
+        return (d, revision) if d is not None else None
     ref_names = [revision] if revision else ["main"]
     for ref in ref_names:
-        ref_file = repo_dir / "refs" / ref
-        if ref_file.is_file():
-            try:
-                sha = ref_file.read_text(encoding="utf-8").strip()
-            except OSError:
-                continue
-            d = snaps / sha
-            if sha and d.is_dir():
+        sha = _read_ref(repo_dir, ref)
+        if sha is not None:
+            d = _snapshot(snaps, cache, sha)
+            if d is not None:
                 return d, sha
     if revision and HEX_PREFIX_RE.match(revision):
         matches = sorted(p for p in snaps.iterdir() if p.is_dir() and p.name.startswith(revision))
         if len(matches) == 1:
-            return matches[0], matches[0].name
+            d = _snapshot(snaps, cache, matches[0].name)
+            return (d, matches[0].name) if d is not None else None
         if len(matches) > 1:
             raise LrtoolError(f"abbreviated revision {revision!r} matches {len(matches)} snapshots; give the full SHA", repo_dir)
     if revision is None:
         all_snaps = sorted(p for p in snaps.iterdir() if p.is_dir())
         if len(all_snaps) == 1:
-            return all_snaps[0], all_snaps[0].name
+            d = _snapshot(snaps, cache, all_snaps[0].name)
+            return (d, all_snaps[0].name) if d is not None else None
     return None
 
 
@@ -128,6 +190,9 @@ def resolve_repo_id(repo_id: str, revision: str | None = None) -> Target:
     """
     spec = repo_id + (f"@{revision}" if revision else "")
     target = Target(spec=spec, repo_id=repo_id, revision=revision)
+    if revision is not None and revision_problem(revision):
+        target.error, target.error_check = revision_problem(revision), "M002"
+        return target
     home = _env.lerobot_home() / repo_id
     home_ok = (home / "meta" / "info.json").is_file()
     if not revision and home_ok:

@@ -180,7 +180,7 @@ def new_metadata(schema: Any, hf_doc: bytes | None, dropped: Iterable[str]) -> d
             if isinstance(cols, list):
                 pd_meta["columns"] = [c for c in cols if not (isinstance(c, dict) and c.get("name") in dropped)]
                 md[b"pandas"] = json.dumps(pd_meta).encode("utf-8")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             pass
     if dropped and b"huggingface" in md and hf_doc is None:
         try:
@@ -189,7 +189,7 @@ def new_metadata(schema: Any, hf_doc: bytes | None, dropped: Iterable[str]) -> d
             for name in dropped:
                 feats.pop(name, None)
             md[b"huggingface"] = json.dumps(doc).encode("utf-8")
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass
     return md
 
