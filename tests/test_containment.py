@@ -103,8 +103,13 @@ def test_reshard_does_not_act_on_a_folder_reached_through_a_revision(hub, tmp_pa
 
 
 @pytest.mark.parametrize("repo", ["org/..", "org/.hidden", "a..b/c"])
-def test_repo_id_cannot_name_a_folder_outside_lerobot_home(repo):
+def test_repo_id_cannot_name_a_folder_outside_lerobot_home(hub, tmp_path, repo):
     assert not mixture.REPO_ID_RE.match(repo)
+    (t,) = targets.resolve_target(repo)
+    assert t.root is None and "invalid repo id" in t.error
+    (tmp_path / "m.txt").write_text(repo + "\n")
+    (e,) = mixture.read_mixture(tmp_path / "m.txt")
+    assert e.error and "invalid repo id" in e.error
 
 
 # ---------------------------------------------------------------------- mixture $ref

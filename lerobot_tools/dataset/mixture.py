@@ -39,33 +39,55 @@ from lerobot_tools.errors import UsageError
 #: ``.``; ``..`` forbidden; the name does not start with ``.``), so ``$HF_LEROBOT_HOME/<repo_id>`` stays inside
 #: ``$HF_LEROBOT_HOME``.
 REPO_ID_RE = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][\w.\-]*/[A-Za-z0-9_\-][\w.\-]*$")
+#: what looks like ``org/name`` before the rules above (``org/..``): reported as an invalid repo id
+LOOSE_REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+def repo_id_problem(repo_id: str) -> str | None:
+    """The one-line message for an ``org/name`` that breaks the Hub's rules (``org/..``, ``a..b/c``), else None."""
+    if REPO_ID_RE.match(repo_id):
+        return None
+    return f"invalid repo id {repo_id!r}: '..' or a name starting with '.' (a repo id is org/name)"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 MAX_REVISION_CHARS = 255
 
 
-def revision_problem(revision: str) -> str | None:
-    """Why ``revision`` is not a branch/tag name or a commit SHA, or None when it is one.
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 
-    A revision names ``refs/<revision>`` in a huggingface_hub cache, so it must stay a ref name: not empty,
-    at most 255 characters, not absolute, no ``.``/``..``/empty path component, no backslash, NUL or other
-    control character (the rules of ``git check-ref-format`` that matter for a path). A 40-hex SHA is
-    always valid.
+
+def revision_reason(revision: str) -> str | None:
+    """Why ``revision`` is neither a 40-hex commit SHA nor a valid branch/tag name (a short phrase), else None.
+
+    Branch and tag names follow ``git check-ref-format`` (git documentation): no ``..``, no component
+    starting with ``.`` or ending with ``.lock``, no ``@{``, no space, control character or any of
+    ``~^:?*[`` or a backslash, not starting or ending with ``/``, no ``//``, not ending with ``.``; at most
+    255 characters. ``refs/pr/1`` and ``refs/convert/parquet`` (Hub refs) are valid. Offline the name is a
+    file name under a hub cache's ``refs/``, so nothing that could leave that folder passes.
     """
     if SHA_RE.match(revision):
         return None
     if not revision:
-        return "revision is empty"
+        return "empty revision"
     if len(revision) > MAX_REVISION_CHARS:
-        return f"revision is longer than {MAX_REVISION_CHARS} characters"
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in revision):
-        return f"revision {revision!r} contains a control character"
-    if "\\" in revision:
-        return f"revision {revision!r} contains a backslash"
-    if revision.startswith("/") or os.path.isabs(revision):
-        return f"revision {revision!r} is an absolute path, not a branch, tag or commit SHA"
-    if any(part in ("", ".", "..") for part in revision.split("/")):
-        return f"revision {revision!r} has an empty, '.' or '..' path component; not a branch, tag or commit SHA"
+        return f"revision longer than {MAX_REVISION_CHARS} characters"
+    if revision.startswith("/") or revision.endswith("/") or "//" in revision:
+        return "absolute path or empty component"
+    if ".." in revision or "@{" in revision or revision == "@" or revision.endswith("."):
+        return "'..', '@{' or a trailing '.'"
+    if _REF_FORBIDDEN.search(revision):
+        return "space, control character or one of ~^:?*[\\"
+    if any(part.startswith(".") or part.endswith(".lock") for part in revision.split("/")):
+        return "a component starts with '.' or ends with '.lock'"
     return None
+
+
+def revision_problem(revision: str) -> str | None:
+    """The one-line message for a revision that is not a branch/tag name or commit SHA
+    (:func:`revision_reason`), else None."""
+    why = revision_reason(revision)
+    if why is None:
+        return None
+    return f"invalid revision {revision!r}: {why} (a revision is a branch or tag name, or a 40-hex commit SHA)"
 
 
 @dataclass
@@ -214,6 +236,9 @@ def _assign_target(entry: MixtureEntry, token: str, base: Path) -> None:
                 entry.error = f"two revisions given ({rev!r} and {entry.revision!r})"
             entry.revision = rev
             entry.error = entry.error or revision_problem(rev)
+        return
+    if LOOSE_REPO_ID_RE.match(repo):
+        entry.repo_id, entry.error = repo, repo_id_problem(repo)
         return
     entry.root = as_path  # reported later as a missing folder
 

@@ -32,10 +32,12 @@ from pathlib import Path
 from lerobot_tools import _env
 from lerobot_tools._io import read_text_capped
 from lerobot_tools.dataset.mixture import (
+    LOOSE_REPO_ID_RE,
     REPO_ID_RE,
     SHA_RE,
     MixtureEntry,
     read_mixture,
+    repo_id_problem,
     revision_problem,
     split_repo_revision,
 )
@@ -273,7 +275,9 @@ def resolve_target(arg: str) -> list[Target]:
     if REPO_ID_RE.match(repo) and not arg.startswith((".", "/", "~")):
         return [resolve_repo_id(repo, rev)]
     t = Target(spec=arg)
-    if path.is_symlink():
+    if LOOSE_REPO_ID_RE.match(repo) and not arg.startswith((".", "/", "~")):
+        t.error, t.error_check = repo_id_problem(repo), "M002"
+    elif path.is_symlink():
         t.error = "is a dangling or looping symlink"
     else:
         t.error = "no such folder or mixture file, and not a repo id of the form org/name[@revision]"
