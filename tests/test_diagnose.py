@@ -197,13 +197,13 @@ def test_l4_and_a10g_decode_av1(data):
 def test_broken_files_are_findings_not_tracebacks(data):
     diag = diagnose([str(data["broken"])], DiagnoseOptions(frames=2))
     dd = diag.datasets[0]
-    by_kind = {p.kind: p for p in dd.problems}
-    assert by_kind["placeholder"].paths == [f"videos/chunk-000/{KEY}/episode_000001.mp4"]
-    assert "Git LFS pointer" in by_kind["placeholder"].message and "git lfs pull" in by_kind["placeholder"].action
-    assert by_kind["broken"].paths == [f"videos/chunk-000/{KEY}/episode_000002.mp4"]
-    assert "truncated" in by_kind["broken"].message
-    assert by_kind["missing"].paths == [f"videos/chunk-000/{KEY}/episode_000003.mp4"]
-    assert all(by_kind[k].severity == "error" for k in ("placeholder", "broken", "missing"))
+    by_check = {p.check: p for p in dd.problems}  # the catalogue's IDs and severities, as validate reports them
+    assert by_check["F004"].paths == [f"videos/chunk-000/{KEY}/episode_000001.mp4"]
+    assert "Git LFS pointer" in by_check["F004"].message and "git lfs pull" in by_check["F004"].action
+    assert by_check["F008"].paths == [f"videos/chunk-000/{KEY}/episode_000002.mp4"]
+    assert "truncated" in by_check["F008"].message
+    assert by_check["F002"].paths == [f"videos/chunk-000/{KEY}/episode_000003.mp4"]
+    assert all(by_check[k].severity == "error" for k in ("F004", "F008", "F002"))
     assert diag.summary()["unusable_files"] == 3 and diag.exit_status() == 1
     # the healthy episode 0 was still probed and decoded
     assert dd.groups[0].members == [(KEY, f"videos/chunk-000/{KEY}/episode_000000.mp4")] and dd.groups[0].decode.cpu.ok
@@ -222,7 +222,7 @@ def test_metadata_mismatches(data):
     dd = diagnose([str(data["liar"])], DiagnoseOptions(frames=0)).datasets[0]
     fields = {m.field for s in dd.streams for m in s.mismatches}
     assert fields == {"video.codec", "shape"}
-    p = next(p for p in dd.problems if p.kind == "metadata-mismatch" and "video.codec" in p.message)
+    p = next(p for p in dd.problems if p.check == "F009" and "video.codec" in p.message)
     assert p.severity == "warning" and "av1" in p.message and "h264" in p.message
     assert not dd.has_errors
 
@@ -307,12 +307,25 @@ def test_cli_json_parses(data):
     assert doc["datasets"][0]["streams"][0]["codec"] == "av1"
 
 
+def test_repeated_defects_are_grouped_like_validate_findings(tmp_path):
+    if not videoclips.has_encoder("libx264"):
+        pytest.skip("ffmpeg with libx264 needed")
+    ds = _clip_dataset(tmp_path / "ds", "libx264", "yuv420p", (160, 144), episodes=4)
+    for ep in (1, 2, 3):
+        (ds / f"videos/chunk-000/{KEY}/episode_{ep:06d}.mp4").unlink()
+    dd = diagnose([str(ds)], DiagnoseOptions(frames=0)).datasets[0]
+    (p,) = [p for p in dd.problems if p.check == "F002"]
+    assert p.count == 3 and len(p.paths) == 3 and p.kind == "video-file-missing" and p.severity == "error"
+    assert p.message.startswith(f"video files of {KEY} are missing (3 occurrences; e.g. ")
+    assert "group" not in p.to_dict() and p.to_dict()["check"] == "F002"
+
+
 def test_cli_broken_dataset_exit_1(data):
     code, out, err = run_cli(data["broken"], "--frames", "0")
     assert code == 1 and "Traceback" not in out + err
-    assert "placeholder" in out and "episode_000001.mp4" in out and "git lfs pull" in out
-    assert "truncated" in out and "episode_000002.mp4" in out
-    assert "missing" in out and "episode_000003.mp4" in out
+    assert "F004" in out and "episode_000001.mp4" in out and "git lfs pull" in out
+    assert "F008" in out and "truncated" in out and "episode_000002.mp4" in out
+    assert "F002" in out and "missing" in out and "episode_000003.mp4" in out
 
 
 def test_cli_bad_arguments_exit_2(data, tmp_path):

@@ -12,16 +12,21 @@ from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import Sniff, sniff
 
 
+#: Placeholder kinds of :func:`lerobot_tools.sniff.sniff` -> the check that reports them.
+PLACEHOLDER_CHECKS = {"empty": "F006", "lfs-pointer": "F004", "html": "F005", "xml": "F005", "json": "F005", "text": "F005"}
+
+
 def placeholder_finding(ctx: CheckContext, s: Sniff, rel: str, file_kind: str) -> bool:
-    """Emit F004/F005/F006 for a placeholder file of ``file_kind`` (``"data"`` or ``"video"``); return True
-    when ``s`` is one."""
+    """Emit F004/F005/F006 (:data:`PLACEHOLDER_CHECKS`) for a placeholder file of ``file_kind`` (``"data"`` or
+    ``"video"``); return True when ``s`` is one."""
     what = f"{file_kind} file"
-    if s.kind == "empty":
+    check = PLACEHOLDER_CHECKS.get(s.kind)
+    if check == "F006":
         ctx.emit("F006", f"{what} is empty (0 bytes)", rel, group=f"{what}s are empty (0 bytes)", file_kind=file_kind)
-    elif s.kind == "lfs-pointer":
+    elif check == "F004":
         ctx.emit("F004", f"{what} is a Git LFS pointer: {s.detail}", rel, group=f"{what}s are Git LFS pointers",
                  file_kind=file_kind)
-    elif s.kind in ("html", "xml", "json", "text"):
+    elif check == "F005":
         ctx.emit("F005", f"{what} is not binary data but {s.detail}", rel,
                  group=f"{what}s are {s.kind.upper()} error pages / text", file_kind=file_kind)
     else:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lerobot_tools.errors import UsageError
+from lerobot_tools.findings import MAX_EXAMPLE_PATHS
 from lerobot_tools.video.nvdec import NO, UNKNOWN, YES, GpuSpec, NvdecVerdict
 
 
@@ -17,7 +18,7 @@ _SEV_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 #: Keyframe interval above which random-access training decodes many frames per sample (survey §6.1).
 GOP_WARN = 60
 DEFAULT_TARGET_FPS = 1000.0
-MAX_EXAMPLES = 3
+MAX_EXAMPLES = MAX_EXAMPLE_PATHS  # example paths per grouped problem, as in validate's findings
 
 _DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
@@ -111,13 +112,19 @@ class Problem:
 
     Attributes:
         severity: ``"error"`` (exit 1), ``"warning"`` or ``"info"``.
-        kind: ``"target"``, ``"missing"``, ``"placeholder"``, ``"broken"``, ``"decode-failed"``,
-            ``"metadata-mismatch"``, ``"nvdec-unsupported"``, ``"nvdec-unknown"``, ``"library-fallback"``,
-            ``"gpu-fallback"``, ``"long-gop"``, ``"fragmented"``, ``"probe-warning"``.
+        kind: for a file defect the catalogue name of ``check`` (``"video-file-missing"``, ``"lfs-pointer"``,
+            ``"error-page"``, ``"empty-file"``, ``"video-unreadable"``, ``"video-codec-mismatch"``,
+            ``"path-template"``...); otherwise ``"target"``, ``"decode-failed"``, ``"nvdec-unsupported"``,
+            ``"nvdec-unknown"``, ``"library-fallback"``, ``"long-gop"``, ``"fragmented"`` or ``"probe-warning"``.
         message: one line.
         paths: up to three example paths (relative to the dataset root).
         count: how many files it stands for.
         action: what to do about it, or None.
+        check: the catalogue ID of a file defect (``F002``, ``F004``-``F006``, ``F008``, ``F009``, ``I008``, or the
+            target's ``M001``/``M002``), with the catalogue's severity (``docs/checks.md``); None for decode
+            problems the catalogue does not cover.
+        group: grouping key: problems with the same check (or kind), severity and group merge into one
+            (:func:`lerobot_tools.diagnose.probe.group_problems`); not serialised.
     """
 
     severity: str
@@ -126,9 +133,17 @@ class Problem:
     paths: list[str] = field(default_factory=list)
     count: int = 1
     action: str | None = None
+    check: str | None = None
+    group: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("group")
+        return d
+
+
+#: File defects that leave a video unusable (counted as ``unusable_files`` in :meth:`Diagnosis.summary`).
+UNUSABLE_CHECKS = frozenset({"F002", "F004", "F005", "F006", "F008", "I008"})
 
 
 @dataclass
@@ -272,7 +287,7 @@ class Diagnosis:
         for d in self.datasets:
             for p in d.problems:
                 sev[p.severity] = sev.get(p.severity, 0) + 1
-                if p.kind in ("missing", "placeholder", "broken", "decode-failed"):
+                if p.check in UNUSABLE_CHECKS or p.kind == "decode-failed":
                     unusable += p.count
         formats: dict[str, dict] = {}
         for d in self.datasets:

@@ -23,7 +23,7 @@ from lerobot_tools.diagnose.model import (
     StreamGroup,
     parse_device,
 )
-from lerobot_tools.diagnose.probe import _add_grouped, probe_targets
+from lerobot_tools.diagnose.probe import probe_targets
 from lerobot_tools.errors import DatasetError, UsageError
 from lerobot_tools.video.codecs import ENCODERS
 from lerobot_tools.video.nvdec import AV1_CAPABLE, NO, UNKNOWN, YES, GpuSpec, NvdecVerdict, lookup_gpu, verdict
@@ -189,7 +189,6 @@ def analyze_dataset(dd: DatasetDiagnosis, gpu: GpuSpec | None, options: Diagnose
             video_path = Dataset(dd.root).video_path
         except DatasetError:
             video_path = None
-    index: dict = {}
     for g in dd.groups:
         first_key, first_rel = g.members[0]
         if gpu is not None:
@@ -207,22 +206,22 @@ def analyze_dataset(dd: DatasetDiagnosis, gpu: GpuSpec | None, options: Diagnose
                     cache[ckey] = test
                 g.decode = test
                 if test.cpu is not None and not test.cpu.ok and test.path == str(Path(dd.root) / first_rel):
-                    _add_grouped(dd.problems, index, ("decode", first_rel), lambda: Problem(
+                    dd.problems.append(Problem(
                         ERROR, "decode-failed", f"{first_key}: {first_rel} probes fine but {test.cpu.library} cannot "
                         f"decode frames: {test.cpu.error}", [first_rel],
                         action="re-download the file; if it persists, re-encode it from the source recording"))
                 if test.cpu is not None and test.cpu.ms_per_frame:
                     g.cpu_workers = workers_needed(test.cpu.ms_per_frame, options.target_fps)
                 if test.gpu is not None and test.gpu.error and test.path == str(Path(dd.root) / first_rel):
-                    _add_grouped(dd.problems, index, ("gpudecode", first_rel), lambda: Problem(
+                    dd.problems.append(Problem(
                         ERROR, "decode-failed", f"{first_key}: decoding on {gpu_device} failed: {test.gpu.error}",
                         [first_rel], action="decode on CPU, or re-encode (see the group's actions)"))
                 _apply_runtime(g, gpu_from_device)
-        _advise(dd, g, gpu, options, video_path, index)
+        _advise(dd, g, gpu, options, video_path)
     # long GOP / fragmented, per group
     for g in dd.groups:
         if g.gop_max and g.gop_max > GOP_WARN:
-            _add_grouped(dd.problems, index, ("gop", g.id), lambda: Problem(
+            dd.problems.append(Problem(
                 WARNING, "long-gop", f"{', '.join(g.video_keys)}: keyframes every {g.gop_max} frames (max): random-access "
                 f"loading decodes up to {g.gop_max} frames per sample", [p for _, p in g.members][:MAX_EXAMPLES],
                 len(g.members), action="re-encode with -g 30 or less (LeRobot encodes with -g 2) if training samples "
@@ -231,7 +230,7 @@ def analyze_dataset(dd: DatasetDiagnosis, gpu: GpuSpec | None, options: Diagnose
 
 
 def _advise(dd: DatasetDiagnosis, g: StreamGroup, gpu: GpuSpec | None, options: DiagnoseOptions,
-            video_path: str | None, index: dict) -> None:
+            video_path: str | None) -> None:
     v = g.verdict
     if v is None or gpu is None:
         return
@@ -253,12 +252,12 @@ def _advise(dd: DatasetDiagnosis, g: StreamGroup, gpu: GpuSpec | None, options: 
         adv = _gpu_advice(v, gpu)
         if adv:
             g.actions.append(adv)
-        _add_grouped(dd.problems, index, ("nvdec", g.id), lambda: Problem(
+        dd.problems.append(Problem(
             WARNING, "nvdec-unsupported", f"{keys} ({g.format}): will decode on CPU, not NVDEC, on {gpu.label}: "
             f"{v.reason}", paths, count, action=" | ".join(g.actions)))
     elif v.decodable == UNKNOWN:
         g.actions.append(cost)
-        _add_grouped(dd.problems, index, ("nvdec", g.id), lambda: Problem(
+        dd.problems.append(Problem(
             INFO, "nvdec-unknown", f"{keys} ({g.format}): NVDEC support on {gpu.label} unknown: {v.reason}", paths,
             count, action=cost))
     elif v.library_note:
@@ -267,7 +266,7 @@ def _advise(dd: DatasetDiagnosis, g: StreamGroup, gpu: GpuSpec | None, options: 
         re_enc = _reencode_action(dd, g, gpu, video_path)
         if re_enc:
             g.actions.append(re_enc)
-        _add_grouped(dd.problems, index, ("lib", g.id), lambda: Problem(
+        dd.problems.append(Problem(
             WARNING, "library-fallback", f"{keys} ({g.format}): NVDEC on {gpu.label} can decode it, but "
             f"{v.library_note}", paths, count, action=" | ".join(g.actions)))
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import time
 
+from lerobot_tools.checks.catalogue import get as catalogue_entry
+from lerobot_tools.checks.files import PLACEHOLDER_CHECKS
 from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.diagnose.model import (
     ERROR,
     INFO,
-    MAX_EXAMPLES,
     WARNING,
     DatasetDiagnosis,
     Mismatch,
@@ -18,6 +19,8 @@ from lerobot_tools.diagnose.model import (
     StreamProbe,
 )
 from lerobot_tools.errors import DatasetError
+from lerobot_tools.findings import Finding, group_findings
+from lerobot_tools.sniff import sniff
 from lerobot_tools.video.compare import compare_header
 
 
@@ -39,37 +42,42 @@ def compare_with_info(feat: dict, info_fps: float | None, probe) -> list[Mismatc
     return out
 
 
-def _placeholder_action(problem: str, fetch: str) -> str:
-    low = problem.lower()
-    if "lfs" in low:
+_PLACEHOLDER_GROUPS = {"F004": "Git LFS pointers", "F005": "error pages / text", "F006": "empty (0 bytes)"}
+
+
+def _placeholder_action(check: str, fetch: str) -> str:
+    """What to do about a placeholder video file (F004/F005/F006)."""
+    if check == "F004":
         return f"fetch the real file: `git lfs pull` in the dataset repo, or re-download without excluding *.mp4 ({fetch})"
-    if any(w in low for w in ("html", "json", "xml", "error")):
+    if check == "F005":
         return "re-download: the server returned an error page (check the token and rate limits)"
     return "re-download the file"
 
 
-def _category(status: str, problem: str | None) -> str:
-    text = (problem or status).lower()
-    for word, cat in (("lfs", "Git LFS pointer"), ("html", "HTML page"), ("json", "JSON body"), ("xml", "XML body"),
-                      ("empty", "empty file"), ("0 bytes", "empty file"), ("truncated", "truncated"),
-                      ("no moov", "no moov box"), ("not a video", "not a video"), ("ffmpeg cannot open", "unreadable")):
-        if word in text:
-            return cat
-    return status
+def _defect(check: str, message: str, rel: str | None, group: str | None, action: str | None = None) -> Problem:
+    """A file defect with the catalogue's ID, name and severity."""
+    c = catalogue_entry(check)
+    return Problem(c.severity, c.name, message, [rel] if rel else [], action=action, check=check, group=group)
 
 
-def _add_grouped(problems: list[Problem], index: dict, key: tuple, make) -> None:
-    """Merge problems with the same ``key``: count and up to three example paths."""
-    head = index.get(key)
-    new = make()
-    if head is None:
-        index[key] = new
-        problems.append(new)
-        return
-    head.count += new.count
-    for p in new.paths:
-        if len(head.paths) < MAX_EXAMPLES:
-            head.paths.append(p)
+def group_problems(problems: list[Problem]) -> list[Problem]:
+    """Merge problems with the same check (or kind), severity and ``group`` the way validate merges findings
+    (:func:`lerobot_tools.findings.group_findings`): one problem with the count, up to three example paths and,
+    for several, the group's text with the count as message. Problems without a group pass unchanged."""
+    proxies = [Finding(p.check or p.kind, p.severity, p.paths[0] if p.paths else None, p.message, group=p.group)
+               for p in problems]
+    original = {id(f): p for f, p in zip(proxies, problems)}
+    first: dict[tuple, Problem] = {}
+    for p in problems:
+        first.setdefault((p.check or p.kind, p.severity, p.group), p)
+    out = []
+    for f in group_findings(proxies):
+        if id(f) in original:
+            out.append(original[id(f)])
+            continue
+        head = first[(f.check, f.severity, f.group)]
+        out.append(Problem(f.severity, head.kind, f.message, f.paths, f.count, head.action, head.check, head.group))
+    return out
 
 
 def _files_for(ds, target: Target, notes: list[str]) -> list[tuple[str, str]]:
@@ -107,7 +115,7 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
     dd.notes.extend(target.notes)
     if target.error:
         dd.error = target.error
-        dd.problems.append(Problem(ERROR, "target", f"cannot diagnose: {target.error}"))
+        dd.problems.append(_defect(target.error_check, f"cannot diagnose: {target.error}", None, None))
         return dd
     try:
         ds = Dataset(target.root)
@@ -130,42 +138,38 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
     fetch = (f"`lrtool prefetch {target.repo_id}`" if target.repo_id
              else "e.g. `hf download REPO_ID --repo-type dataset --local-dir DATASET_FOLDER`")
     headed: set[str] = set()
-    index: dict = {}
+    raw: list[Problem] = []  # grouped at the end
     light = 0  # healthy files checked without reading their decoder header
     for key, rel in files:
         dd.files_per_key[key] = dd.files_per_key.get(key, 0) + 1
         try:
             path = ds.path(rel)
         except DatasetError as exc:
-            why = exc.message
-            _add_grouped(dd.problems, index, ("broken", "path"), lambda: Problem(
-                ERROR, "broken", f"video path leaves the dataset folder: {why}", [rel]))
+            raw.append(_defect("I008", f"video path leaves the dataset folder: {exc.message}", rel,
+                               "video paths leave the dataset folder"))
+            continue
+        sn = sniff(path)
+        if sn.kind == "missing":
+            raw.append(_defect("F002", f"{key}: video file is missing", rel, f"video files of {key} are missing",
+                               action=f"re-download the dataset's videos ({fetch})"))
+            continue
+        placeholder = PLACEHOLDER_CHECKS.get(sn.kind)
+        if placeholder:
+            raw.append(_defect(placeholder, f"{key}: not a video: {sn.detail}", rel,
+                               f"{key}: video files are {_PLACEHOLDER_GROUPS[placeholder]}",
+                               action=_placeholder_action(placeholder, fetch)))
             continue
         want_header = all_files or key not in headed
         header = use_pyav and want_header
-        pr = probe_video(path, pyav=header, gop="demux" if header else "header")
-        if pr.status == "missing":
-            _add_grouped(dd.problems, index, ("missing", key), lambda: Problem(
-                ERROR, "missing", f"{key}: video file is missing", [rel],
-                action=f"re-download the dataset's videos ({fetch})"))
-            continue
-        if pr.status == "placeholder":
-            cat = _category(pr.status, pr.problem)
-            _add_grouped(dd.problems, index, ("placeholder", key, cat), lambda: Problem(
-                ERROR, "placeholder", f"{key}: not a video: {pr.problem}", [rel],
-                action=_placeholder_action(pr.problem or "", fetch)))
-            continue
+        pr = probe_video(path, pyav=header, gop="demux" if header else "header", sniffed=sn)
         if pr.status != "ok":
-            cat = _category(pr.status, pr.problem)
-            _add_grouped(dd.problems, index, ("broken", key, cat), lambda: Problem(
-                ERROR, "broken", f"{key}: {pr.problem}", [rel],
-                action="re-download this file (a partial download or a corrupt copy)"))
+            raw.append(_defect("F008", f"{key}: {pr.problem}", rel, f"{key}: video files cannot be read",
+                               action="re-download this file (a partial download or a corrupt copy)"))
             continue
         for w in pr.warnings:
             sev = WARNING if w.startswith("truncated") else INFO
             kind = "fragmented" if w.startswith("fragmented") else "probe-warning"
-            _add_grouped(dd.problems, index, ("warn", key, w.split(":")[0]), lambda: Problem(
-                sev, kind, f"{key}: {w}", [rel]))
+            raw.append(Problem(sev, kind, f"{key}: {w}", [rel], group=f"{key}: {w.split(':')[0]}"))
         if not want_header:
             light += 1
             continue
@@ -173,10 +177,10 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
         sp = StreamProbe(key, rel, pr, compare_with_info(features.get(key, {}), info_fps, pr))
         dd.streams.append(sp)
         for m in sp.mismatches:
-            _add_grouped(dd.problems, index, ("mismatch", key, m.field, str(m.declared), str(m.actual)), lambda: Problem(
-                WARNING, "metadata-mismatch", f"{key}: {m.message}", [rel],
-                action=f"trust the file: correct features[\"{key}\"] in meta/info.json (tools and loaders that read "
-                       "info.json are misled)"))
+            raw.append(_defect("F009", f"{key}: {m.message}", rel, f"{key}: {m.message}",
+                               action=f"trust the file: correct features[\"{key}\"] in meta/info.json (tools and "
+                                      "loaders that read info.json are misled)"))
+    dd.problems.extend(group_problems(raw))
     for key in keys:
         if key not in dd.files_per_key:
             dd.notes.append(f"{key}: no video file is referenced by the episode metadata")

@@ -115,10 +115,10 @@ def render_text(diag: Diagnosis, out: IO[str], *, color: bool = False) -> None:
             if p.kind in ("nvdec-unsupported", "library-fallback", "nvdec-unknown"):
                 continue  # shown with its stream group above
             more = ""
-            if p.count > 1:
+            if p.count > 1 and p.group is None:  # a grouped problem's message already counts its files
                 more = f" ({p.count} files; e.g. {', '.join(p.paths)})"
             where = f" {p.paths[0]}" if p.count == 1 and p.paths else ""
-            out.write(f"  {paint(f'{p.severity:<7}', p.severity)} {p.kind}{where}: {p.message}{more}\n")
+            out.write(f"  {paint(f'{p.severity:<7}', p.severity)} {p.check or p.kind}{where}: {p.message}{more}\n")
             if p.action:
                 out.write(f"          fix: {p.action}\n")
         for n in dd.notes:
