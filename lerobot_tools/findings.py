@@ -44,7 +44,8 @@ class Finding:
         count: how many occurrences this finding stands for (grouped findings > 1).
         paths: up to three example paths of a grouped finding.
         known: True when the finding is in the ``--baseline`` file (then it does not fail the run).
-        group: grouping key (findings of one check with the same key merge); not serialised.
+        group: grouping key and title (findings of one check with the same key merge; the merged message
+            names it when the members' messages differ); not serialised.
         subject: what the finding is about, as data (keys from :data:`SUBJECT_KEYS`), so that programs
             (``lrtool repair``, JSON consumers) never parse the message. A grouped finding keeps what all
             its occurrences share.
@@ -142,9 +143,15 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
 
     Order is preserved (a group sits where its first member was). Ungrouped findings pass unchanged. A
     merged finding's subject is what every member's subject shares (e.g. the video key, not the episodes).
+
+    A merged finding keeps the concrete reason: its message is the *first* member's specific message (which
+    episode, which value, which limit), followed by the count, the group's title when the members' messages
+    differ, and the first paths: ``"episode 3 (cam): to_timestamp 9.5 s is past the end of the video (9.4 s)
+    (4 occurrences: episode video segments of cam do not fit their files; e.g. a.mp4, b.mp4, c.mp4 and 1 more)"``.
     """
     out: list[Finding] = []
     index: dict[tuple[str, str, str], Finding] = {}
+    same_message: dict[int, bool] = {}  # id(head) -> every member's message equals the first one's
     for f in findings:
         if f.group is None:
             out.append(f)
@@ -155,9 +162,11 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
             head = Finding(f.check, f.severity, f.path, f.message, count=1,
                            paths=[f.path] if f.path else [], known=f.known, group=f.group, subject=dict(f.subject))
             index[key] = head
+            same_message[id(head)] = True
             out.append(head)
             continue
         head.count += 1
+        same_message[id(head)] = same_message[id(head)] and f.message == head.message
         head.known = head.known and f.known
         head.subject = {k: v for k, v in head.subject.items() if f.subject.get(k) == v}
         if f.path and len(head.paths) < MAX_EXAMPLE_PATHS:
@@ -166,5 +175,6 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
         if f.group is not None and f.count > 1:
             shown = ", ".join(f.paths)
             more = f" and {f.count - len(f.paths)} more" if f.count > len(f.paths) else ""
-            f.message = f"{f.group} ({f.count} occurrences; e.g. {shown}{more})" if shown else f"{f.group} ({f.count} occurrences)"
+            what = f"{f.count} occurrences" if same_message[id(f)] else f"{f.count} occurrences: {f.group}"
+            f.message = f"{f.message} ({what}; e.g. {shown}{more})" if shown else f"{f.message} ({what})"
     return out
