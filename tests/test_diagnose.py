@@ -316,7 +316,8 @@ def test_repeated_defects_are_grouped_like_validate_findings(tmp_path):
     dd = diagnose([str(ds)], DiagnoseOptions(frames=0)).datasets[0]
     (p,) = [p for p in dd.problems if p.check == "F002"]
     assert p.count == 3 and len(p.paths) == 3 and p.kind == "video-file-missing" and p.severity == "error"
-    assert p.message.startswith(f"video files of {KEY} are missing (3 occurrences; e.g. ")
+    # the group line is the first occurrence's own message (identical for all three), count and first paths
+    assert p.message.startswith(f"{KEY}: video file is missing (3 occurrences; e.g. videos/chunk-000/{KEY}/episode_000001.mp4")
     assert "group" not in p.to_dict() and p.to_dict()["check"] == "F002"
 
 
