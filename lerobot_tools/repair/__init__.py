@@ -35,9 +35,10 @@ __all__ = [
 def repair_target(target: Target, options: RepairOptions | None = None, *, dry_run: bool = False) -> RepairResult:
     """Plan and (unless ``dry_run``) apply the repairs of one resolved target.
 
-    A real run first refuses a dataset whose previous repair was interrupted (its backup is still
-    ``applying``: ``--undo`` first), then removes temporary files a killed run left behind. A dry run writes
-    nothing at all.
+    A run (real or dry) first refuses a dataset whose previous repair was interrupted (its backup is still
+    ``applying``: ``--undo`` first) or whose latest backup cannot be trusted (see
+    :func:`lerobot_tools.repair.backup.read_manifest`); a real run then removes temporary files and incomplete
+    backups a killed run left behind. A dry run writes nothing at all.
 
     Returns:
         The :class:`RepairResult` (``.status`` is the exit status for this dataset).
@@ -49,19 +50,18 @@ def repair_target(target: Target, options: RepairOptions | None = None, *, dry_r
 
     options = options or RepairOptions()
     reason = cannot_run_reason(target)
-    if reason is None and not dry_run:
+    if reason is None:
         root = Path(target.root)
-        latest = backup.latest(root)
-        if latest is not None:
-            try:
-                state = backup.read_manifest(latest).get("state")
-            except backup.BackupError:
-                state = None
+        try:
+            latest = backup.latest(root)
+            state = backup.read_manifest(latest).get("state") if latest is not None else None
             if state == "applying":
                 reason = (f"a previous repair of this dataset was interrupted ({latest.relative_to(root).as_posix()}); "
                           f"run `lrtool repair --undo {target.spec}` first")
-        if reason is None:
-            prepare(root)
+            elif not dry_run:
+                prepare(root)
+        except backup.BackupError as exc:
+            reason = f"{exc} (inspect that backup, or remove it, before repairing)"
     if reason is not None:
         plan = RepairPlan(target=target.spec, root=target.root, cannot_run=reason)
         return RepairResult(plan, dry_run=dry_run)

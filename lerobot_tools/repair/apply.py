@@ -281,8 +281,10 @@ class UndoResult:
         state: the backup's state before the undo (``applied``, or ``applying`` after a killed run).
         restored, removed, moved_back: files put back, files deleted (created by the repair), files moved back.
         error: why nothing (or not everything) was restored.
-        cannot_run: no dataset / no backup.
+        cannot_run: no dataset / no backup / a backup that cannot be trusted (nothing was touched).
         dry_run: only listed what would be restored.
+        partial: incomplete backups of a repair killed while writing its backup (``.lrtool/backup/.<ts>.partial``;
+            no dataset file had changed), removed (or, in a dry run, to be removed).
     """
 
     target: str
@@ -295,6 +297,7 @@ class UndoResult:
     error: str | None = None
     cannot_run: str | None = None
     dry_run: bool = False
+    partial: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> int:
@@ -307,21 +310,37 @@ def undo(target: Target, *, dry_run: bool = False) -> UndoResult:
     """Restore the latest backup of ``target`` byte for byte (``lrtool repair --undo``), then delete it.
 
     Files changed by hand since the repair make the undo refuse (their originals stay in the backup). A run
-    killed mid-repair is undone unconditionally. Undoing again restores the backup before that one.
+    killed mid-repair is undone unconditionally; a run killed while writing its backup changed nothing, and its
+    incomplete backup is removed (an undo with nothing else to restore then succeeds). Undoing again restores the
+    backup before that one. A manifest or backup that fails :func:`lerobot_tools.repair.backup.read_manifest` /
+    :func:`~lerobot_tools.repair.backup.verify_backup` is refused before anything is touched.
     """
     res = UndoResult(target.spec, str(target.root) if target.root else None, dry_run=dry_run)
     if target.error or target.root is None:
         res.cannot_run = target.error or "the target could not be resolved"
         return res
     root = Path(target.root)
-    bdir = backup.latest(root)
+    try:
+        res.partial = [p.relative_to(root).as_posix() for p in backup.partial_backups(root)]
+        bdir = backup.latest(root)
+    except backup.BackupError as exc:
+        res.cannot_run = str(exc)
+        return res
+    if res.partial and not dry_run:
+        backup.clean_partial(root)
     if bdir is None:
-        res.cannot_run = f"no repair backup to undo in {root / backup.BACKUP_DIR}"
+        if not res.partial:
+            res.cannot_run = f"no repair backup to undo in {root / backup.BACKUP_DIR}"
         return res
     res.backup = bdir.relative_to(root).as_posix()
     try:
         doc = backup.read_manifest(bdir)
         res.state = doc.get("state")
+        backup.verify_backup(root, bdir, doc)
+    except backup.BackupError as exc:
+        res.cannot_run = str(exc)
+        return res
+    try:
         if dry_run:
             res.restored = [e["path"] for e in doc["files"] if e.get("existed")]
             res.removed = [e["path"] for e in doc["files"] if not e.get("existed")]

@@ -12,6 +12,14 @@ exists before the first byte of the dataset changes. The manifest lists every fi
 (and, once applied, after) the repair, the file moves of ``--move-files`` and the folders they create, and a
 ``state``: ``applying`` (written before the first change; a run killed mid-repair leaves it so),
 ``applied``, ``undone``.
+
+A manifest is data lrtool did not necessarily write (a dataset can be downloaded with its ``.lrtool/``), so it is
+trusted only after :func:`check_manifest`: it is a regular file under the JSON size cap, every path in it is
+relative, has no ``.``/``..``/empty component, no backslash or control character, does not point into
+``.lrtool/``, and resolves (symlinks followed) inside the dataset root; ``.lrtool/backup`` and the backup folder
+are real folders inside the root, not symlinks; and (:func:`verify_backup`) every saved original is a regular
+file whose SHA-256 is the one recorded. Anything else is refused with one line before a byte is restored,
+moved or deleted.
 """
 
 from __future__ import annotations
@@ -19,13 +27,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from lerobot_tools import __version__
-from lerobot_tools._io import atomic_path, atomic_write_text, fsync_dir
+from lerobot_tools._io import atomic_path, atomic_write_text, fsync_dir, load_json_file, open_regular
 from lerobot_tools.errors import LrtoolError
 
 LRTOOL_DIR = ".lrtool"
@@ -38,9 +48,14 @@ class BackupError(LrtoolError):
     """No backup to undo, a backup that cannot be read, or files changed since the repair."""
 
 
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+STATES = ("applying", "applied", "undone")
+
+
 def sha256_file(path: Path) -> str:
+    """SHA-256 (hex) of a regular file (a FIFO or device is refused with :class:`BackupError`, never read)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path, limit=None, error=BackupError, what="backup") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -67,14 +82,44 @@ def timestamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
+def backup_base(root: Path) -> Path:
+    """``root/.lrtool/backup`` after checking that ``.lrtool`` and ``.lrtool/backup`` are real folders inside the
+    root where they exist (a symlink there would lead backups, and their deletion, out of the dataset).
+
+    Raises:
+        BackupError: either is a symlink or not a folder.
+    """
+    root = Path(root)
+    for rel in (LRTOOL_DIR, BACKUP_DIR):
+        p = root / rel
+        if p.is_symlink() or (p.exists() and not p.is_dir()):
+            raise BackupError(f"{rel} is a symlink or not a folder; lrtool keeps its backups only in a real folder "
+                              "inside the dataset: remove it", root)
+    return root / BACKUP_DIR
+
+
+def partial_backups(root: Path) -> list[Path]:
+    """Backup folders whose creation was interrupted (``.lrtool/backup/.<timestamp>.partial``): the backup is
+    renamed into place before the first dataset byte changes, so nothing of the dataset had changed."""
+    base = backup_base(root)
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if p.name.startswith(".") and p.name.endswith(".partial")
+                  and p.is_dir() and not p.is_symlink())
+
+
 def clean_partial(root: Path) -> list[Path]:
     """Remove backup folders whose creation was interrupted (no dataset byte had changed yet) and backups whose
-    deletion after an undo was interrupted (state ``undone``)."""
-    base = Path(root) / BACKUP_DIR
+    deletion after an undo was interrupted (state ``undone``).
+
+    Raises:
+        BackupError: ``.lrtool`` or ``.lrtool/backup`` is a symlink (see :func:`backup_base`).
+    """
+    base = backup_base(root)
     removed = []
     if base.is_dir():
         for p in base.iterdir():
-            if not p.is_dir():
+            if p.is_symlink() or not p.is_dir():
                 continue
             stale = p.name.startswith(".") and p.name.endswith(".partial")
             if not stale and not p.name.startswith("."):
@@ -85,7 +130,18 @@ def clean_partial(root: Path) -> list[Path]:
             if stale:
                 shutil.rmtree(p, ignore_errors=True)
                 removed.append(p)
+    if removed:
+        _prune(root)
     return removed
+
+
+def _prune(root: Path) -> None:
+    """Remove ``.lrtool/backup`` and ``.lrtool`` when they are empty."""
+    for d in (Path(root) / BACKUP_DIR, Path(root) / LRTOOL_DIR):
+        try:
+            d.rmdir()
+        except OSError:
+            break
 
 
 def create(root: Path, files: list[str], moves: list[dict[str, str]], info: dict[str, Any]) -> Path:
@@ -104,7 +160,7 @@ def create(root: Path, files: list[str], moves: list[dict[str, str]], info: dict
         OSError: the backup cannot be written (nothing in the dataset has changed).
     """
     root = Path(root)
-    base = root / BACKUP_DIR
+    base = backup_base(root)
     base.mkdir(parents=True, exist_ok=True)
     ts = timestamp()
     while (base / ts).exists():
@@ -148,20 +204,115 @@ def create(root: Path, files: list[str], moves: list[dict[str, str]], info: dict
     return final
 
 
-def read_manifest(bdir: Path) -> dict:
-    """The manifest of a backup folder.
+def _path_problem(rel: Any) -> str | None:
+    """Why a manifest path is not a plain relative path inside the dataset (lexically), else None."""
+    if not isinstance(rel, str) or not rel:
+        return "is not a relative path"
+    if any(ord(c) < 32 or c == "\x7f" for c in rel) or "\\" in rel:
+        return "contains a control character or a backslash"
+    if rel.startswith("/") or os.path.isabs(rel):
+        return "is an absolute path"
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "has an empty, '.' or '..' component"
+    if parts[0] == LRTOOL_DIR:
+        return f"points into {LRTOOL_DIR}/"
+    return None
+
+
+def _inside(path: Path, base: Path) -> bool:
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return real != base and base in real.parents
+
+
+def check_manifest(root: Path, bdir: Path, doc: Any) -> dict:
+    """Check a manifest's structure and that every path in it stays inside ``root`` (see module docstring).
+
+    Returns:
+        ``doc``, now known to be safe to act on (paths only: the saved bytes are checked by :func:`verify_backup`).
 
     Raises:
-        BackupError: missing or not an lrtool backup manifest.
+        BackupError: one line naming the manifest, the field and the problem.
     """
-    path = Path(bdir) / MANIFEST
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BackupError(f"backup manifest cannot be read ({exc})", path) from None
+    where = Path(bdir) / MANIFEST
     if not isinstance(doc, dict) or doc.get("lrtool_backup") != FORMAT or not isinstance(doc.get("files"), list):
-        raise BackupError("not an lrtool backup manifest", path)
+        raise BackupError("not an lrtool backup manifest", where)
+    if doc.get("state") not in STATES:
+        raise BackupError(f"state {doc.get('state')!r} is not one of {', '.join(STATES)}", where)
+    moves, dirs = doc.setdefault("moves", []), doc.setdefault("created_dirs", [])
+    if not isinstance(moves, list) or not isinstance(dirs, list):
+        raise BackupError("moves and created_dirs must be lists", where)
+    real_root = Path(root).resolve()
+    fields: list[tuple[str, Any]] = []
+    for i, e in enumerate(doc["files"]):
+        if not isinstance(e, dict) or not isinstance(e.get("existed"), bool):
+            raise BackupError(f"files[{i}] is not an entry with path and existed", where)
+        if e["existed"] and not (isinstance(e.get("sha256"), str) and _SHA256_RE.match(e["sha256"])):
+            raise BackupError(f"files[{i}] has no SHA-256 of its original, so its backup cannot be verified", where)
+        for key in ("sha256_after",):
+            if e.get(key) is not None and not (isinstance(e[key], str) and _SHA256_RE.match(e[key])):
+                raise BackupError(f"files[{i}].{key} is not a SHA-256", where)
+        fields.append((f"files[{i}].path", e.get("path")))
+    for i, m in enumerate(moves):
+        if not isinstance(m, dict):
+            raise BackupError(f"moves[{i}] is not an object with src and dst", where)
+        fields += [(f"moves[{i}].src", m.get("src")), (f"moves[{i}].dst", m.get("dst"))]
+    fields += [(f"created_dirs[{i}]", d) for i, d in enumerate(dirs)]
+    for name, rel in fields:
+        problem = _path_problem(rel)
+        if problem is None and not _inside(real_root / rel, real_root):
+            problem = "resolves outside the dataset (through a symlink)"
+        if problem is not None:
+            shown = rel if isinstance(rel, str) else type(rel).__name__
+            raise BackupError(f"{name} {shown!r} {problem}; the backup is not trusted and nothing was changed", where)
     return doc
+
+
+def read_manifest(bdir: Path) -> dict:
+    """The manifest of a backup folder ``<root>/.lrtool/backup/<timestamp>``, checked by :func:`check_manifest`.
+
+    Raises:
+        BackupError: missing, not a regular file, over the size cap, not JSON, not an lrtool backup manifest, or a
+            path in it that leaves the dataset.
+    """
+    bdir = Path(bdir)
+    path = bdir / MANIFEST
+    if bdir.is_symlink():
+        raise BackupError("backup folder is a symlink; refused", bdir)
+    try:
+        doc = load_json_file(path, error=BackupError)
+    except OSError as exc:
+        raise BackupError(f"backup manifest cannot be read ({exc.strerror or exc})", path) from None
+    return check_manifest(bdir.parent.parent.parent, bdir, doc)
+
+
+def verify_backup(root: Path, bdir: Path, doc: dict) -> None:
+    """Check that every saved original in ``bdir/files`` is a regular file (not a symlink) inside the backup whose
+    SHA-256 is the one the manifest recorded, before anything is restored.
+
+    Raises:
+        BackupError: a saved original is missing, a symlink, altered, or outside the backup folder.
+    """
+    files = Path(bdir) / "files"
+    real_files = files.resolve()
+    for e in doc["files"]:
+        if not e.get("existed"):
+            continue
+        saved = files / e["path"]
+        try:
+            st = os.lstat(saved)
+        except OSError:
+            raise BackupError(f"the saved original of {e['path']} is missing from the backup; nothing was changed",
+                              bdir) from None
+        if not stat.S_ISREG(st.st_mode) or not _inside(saved, real_files):
+            raise BackupError(f"the saved original of {e['path']} is not a regular file inside the backup; "
+                              "nothing was changed", bdir)
+        if sha256_file(saved) != e["sha256"]:
+            raise BackupError(f"the saved original of {e['path']} does not match the SHA-256 the manifest recorded; "
+                              "the backup is not trusted and nothing was changed", bdir)
 
 
 def write_manifest(bdir: Path, doc: dict) -> None:
@@ -169,22 +320,30 @@ def write_manifest(bdir: Path, doc: dict) -> None:
 
 
 def list_backups(root: Path) -> list[Path]:
-    """Complete backup folders of a dataset, oldest first."""
-    base = Path(root) / BACKUP_DIR
+    """Backup folders of a dataset (every non-hidden entry of ``.lrtool/backup``), oldest first.
+
+    Raises:
+        BackupError: ``.lrtool`` or ``.lrtool/backup`` is a symlink (see :func:`backup_base`).
+    """
+    base = backup_base(root)
     if not base.is_dir():
         return []
-    return sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and (p / MANIFEST).is_file())
+    return sorted(p for p in base.iterdir() if not p.name.startswith("."))
 
 
 def latest(root: Path) -> Path | None:
-    """The most recent backup that has not been undone, or None."""
+    """The most recent backup that has not been undone, or None.
+
+    An entry of ``.lrtool/backup`` that is not a trustworthy backup (a symlink, no manifest, a manifest
+    :func:`read_manifest` refuses) is not skipped for an older one: undoing an older repair first would restore
+    the wrong bytes.
+
+    Raises:
+        BackupError: the most recent backup that is not ``undone`` cannot be trusted.
+    """
     for bdir in reversed(list_backups(root)):
-        try:
-            if read_manifest(bdir).get("state") in ("applying", "applied"):
-                return bdir
-        except BackupError:
-            continue
+        if read_manifest(bdir).get("state") in ("applying", "applied"):
+            return bdir
     return None
 
 
@@ -206,7 +365,8 @@ def restore(root: Path, bdir: Path, *, force: bool = False) -> dict[str, list[st
 
     Each restored file goes through :func:`lerobot_tools._io.atomic_path`, verified against the SHA-256 in the
     manifest; files already original are left alone, so restoring twice (or after a kill during a restore) is
-    safe. A backup whose repair was interrupted (``applying``) is restored unconditionally.
+    safe. A backup whose repair was interrupted (``applying``) is restored unconditionally. Nothing is touched
+    unless the manifest passes :func:`read_manifest` and the saved originals :func:`verify_backup`.
 
     Args:
         force: restore even files modified since the repair.
@@ -215,10 +375,12 @@ def restore(root: Path, bdir: Path, *, force: bool = False) -> dict[str, list[st
         ``{"restored": [...], "removed": [...], "moved_back": [...]}`` (relative paths).
 
     Raises:
-        BackupError: files changed since the repair (without ``force``), or a file does not verify.
+        BackupError: an untrusted manifest or backup, files changed since the repair (without ``force``), or a file
+            does not verify.
     """
     root = Path(root)
     doc = read_manifest(bdir)
+    verify_backup(root, bdir, doc)
     if doc.get("state") == "applied" and not force:
         changed = modified_since(root, doc)
         if changed:
@@ -276,8 +438,4 @@ def discard(root: Path, bdir: Path) -> None:
     doc["state"] = "undone"
     write_manifest(bdir, doc)
     shutil.rmtree(bdir)
-    for d in (Path(root) / BACKUP_DIR, Path(root) / LRTOOL_DIR):
-        try:
-            d.rmdir()
-        except OSError:
-            break
+    _prune(root)

@@ -194,6 +194,8 @@ def undo_to_dict(res) -> dict[str, Any]:
     d = {"target": res.target, "root": res.root, "undo": True, "dry_run": res.dry_run, "status": res.status,
          "backup": res.backup, "state": res.state, "restored": res.restored, "removed": res.removed,
          "moved_back": res.moved_back}
+    if res.partial:
+        d["partial_backups_removed" if not res.dry_run else "partial_backups"] = res.partial
     if res.cannot_run:
         d["error"] = res.cannot_run
     elif res.error:
@@ -203,8 +205,14 @@ def undo_to_dict(res) -> dict[str, Any]:
 
 def render_undo(res, out: IO[str]) -> None:
     out.write(f"{res.target}\n")
+    for p in res.partial:
+        out.write(f"  {'would remove' if res.dry_run else 'removed'} the incomplete backup {p} of a repair killed "
+                  "while writing its backup (no dataset file had changed)\n")
     if res.cannot_run:
         out.write(f"  cannot undo: {res.cannot_run}\n\n")
+        return
+    if res.backup is None:
+        out.write("  no other backup to undo\n\n")
         return
     verb = "would restore" if res.dry_run else "restored"
     out.write(f"  backup: {res.backup} (state: {res.state})\n")
