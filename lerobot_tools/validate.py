@@ -14,22 +14,28 @@ from typing import Iterable
 
 from lerobot_tools.checks.context import ValidateOptions
 from lerobot_tools.checks.engine import validate_target
+from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.targets import Target, resolve_targets
 from lerobot_tools.findings import DatasetReport, Finding, NotChecked
 from lerobot_tools.report import fingerprint, read_baseline, write_baseline
 
 
-def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:
-    target, options = args
+def validate_one(target: Target, options: ValidateOptions, *, observer: FileObserver | None = None) -> DatasetReport:
+    """:func:`~lerobot_tools.checks.engine.validate_target`, with an internal error turned into an ``M001``
+    finding: a bug must not take down the other 399 datasets of a mixture. Never raises."""
     try:
-        return validate_target(target, options)
-    except Exception as exc:  # a bug must not take down the other 399 datasets of a mixture
+        return validate_target(target, options, observer=observer)
+    except Exception as exc:
         rep = DatasetReport(target=target.spec, root=str(target.root) if target.root else None,
                             codebase_version=None, source=target.source)
         rep.findings.append(Finding("M001", "error", None,
                                     f"lrtool failed on this dataset ({type(exc).__name__}: {exc}); please report it"))
         rep.not_checked.append(NotChecked("all checks", "internal error"))
         return rep
+
+
+def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:
+    return validate_one(*args)
 
 
 def validate_resolved(targets: list[Target], options: ValidateOptions | None = None, *, jobs: int = 1,

@@ -45,9 +45,11 @@ class ValidateOptions:
 class CheckContext:
     """State shared by the families while validating one target."""
 
-    def __init__(self, target: Target, options: ValidateOptions):
+    def __init__(self, target: Target, options: ValidateOptions, observer: Any):
         self.target = target
         self.options = options
+        #: reads the deep scans and video probes: a :class:`lerobot_tools.checks.observer.FileObserver`
+        self.observer = observer
         self.dataset: Dataset | None = None
         self.findings: list[Finding] = []
         self.not_checked: list[NotChecked] = []

@@ -36,6 +36,36 @@ class _FileScan:
     rows: int = 0
 
 
+def scan_to_dict(scan: _FileScan) -> dict:
+    """A scan as plain JSON (to carry it between processes); :func:`scan_from_dict` inverts it exactly."""
+    return {
+        "runs": [list(r) for r in scan.runs],
+        "episodes": [[e, st.rows, st.bad_frame, list(st.first_bad_frame) if st.first_bad_frame else None,
+                      st.bad_ts, st.max_ts_err] for e, st in scan.episodes.items()],
+        "bad_index": scan.bad_index,
+        "first_bad_index": list(scan.first_bad_index) if scan.first_bad_index else None,
+        "list_bad": [[k, v] for k, v in scan.list_bad.items()],
+        "rows": scan.rows,
+    }
+
+
+def scan_from_dict(d: dict) -> _FileScan:
+    """Inverse of :func:`scan_to_dict`.
+
+    Raises:
+        KeyError, TypeError, ValueError: ``d`` is not a serialised scan.
+    """
+    scan = _FileScan(runs=[[int(e), int(n)] for e, n in d["runs"]], bad_index=int(d["bad_index"]),
+                     rows=int(d["rows"]))
+    for e, rows, bad_frame, first, bad_ts, max_err in d["episodes"]:
+        scan.episodes[int(e)] = _EpisodeStats(int(rows), int(bad_frame), tuple(first) if first else None,
+                                              int(bad_ts), float(max_err))
+    if d["first_bad_index"]:
+        scan.first_bad_index = tuple(d["first_bad_index"])
+    scan.list_bad = {str(k): int(v) for k, v in d["list_bad"]}
+    return scan
+
+
 def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int | None,
               list_columns: dict[str, int]) -> _FileScan:
     """Stream one data file's index columns and return what was seen (see module docstring).
@@ -175,7 +205,8 @@ def run(ctx: CheckContext) -> None:
         if offset is None and ds.layout == "v3" and first is not None:
             offset = first.from_index  # after an unreadable file, v3 metadata still says where this one starts
         try:
-            scan = scan_file(ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset, list_columns=list_cols)
+            scan = ctx.observer.scan_file(rel, ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset,
+                                          list_columns=list_cols)
         except Exception as exc:  # corrupt data pages behind a valid footer
             ctx.emit("F007", f"data pages cannot be read ({one_line(exc, 160)})", rel, file_kind="data")
             global_offset = None

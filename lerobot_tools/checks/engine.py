@@ -14,12 +14,13 @@ from typing import Callable
 
 from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, stats, targets, tasks, videos
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
+from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.model import INFO_PATH, Dataset, NotADatasetError
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.findings import DatasetReport, group_findings
 
-__all__ = ["CheckContext", "StopChecks", "ValidateOptions", "validate_target"]
+__all__ = ["CheckContext", "FileObserver", "StopChecks", "ValidateOptions", "validate_target"]
 
 
 Family = Callable[[CheckContext], None]
@@ -42,15 +43,21 @@ def _families() -> list[tuple[str, Family]]:
     ]
 
 
-def validate_target(target: Target, options: ValidateOptions | None = None) -> DatasetReport:
+def validate_target(target: Target, options: ValidateOptions | None = None, *,
+                    observer: FileObserver | None = None) -> DatasetReport:
     """Validate one resolved target. Never raises for dataset problems; they become findings.
+
+    Args:
+        target: a resolved target.
+        options: check options (default :class:`ValidateOptions`).
+        observer: reads the per-file deep scans and video probes (default: read them from disk).
 
     Returns:
         The :class:`DatasetReport` with grouped findings and the list of what was not checked.
     """
     options = options or ValidateOptions()
     t0 = time.perf_counter()
-    ctx = CheckContext(target, options)
+    ctx = CheckContext(target, options, observer or FileObserver())
     report = DatasetReport(target=target.spec, root=str(target.root) if target.root else None,
                            codebase_version=None, source=target.source, notes=list(target.notes))
     if target.error:

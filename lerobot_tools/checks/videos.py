@@ -32,7 +32,7 @@ def run(ctx: CheckContext) -> None:
     except DatasetError as exc:
         ctx.skip("F002, F004-F010 (videos)", str(exc))
         return
-    from lerobot_tools.video.probe import probe_video, pyav_available
+    from lerobot_tools.video.probe import pyav_available
 
     use_pyav = pyav_available()
     if not use_pyav:
@@ -58,7 +58,7 @@ def run(ctx: CheckContext) -> None:
         if placeholder_finding(ctx, s, vf.relpath, "video"):
             continue
         with_header = use_pyav and (probe_all or vf.video_key not in header_done)
-        probe = probe_video(path, pyav=with_header, sniffed=s)
+        probe = ctx.observer.probe_video(vf.relpath, path, pyav=with_header, sniffed=s)
         if with_header:
             header_done.add(vf.video_key)
         if probe.status != "ok":
