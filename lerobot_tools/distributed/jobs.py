@@ -1,0 +1,75 @@
+"""What each command does as a distributed job: size its targets, run work items, merge, report.
+
+A job module (``validate_job``, ``reshard_job``, ...) exposes ``JOB``, an object with:
+
+- ``sizes(spec) -> list[DatasetSize]``: per target, its bytes and (when it can be split) its files;
+- ``run_dataset(spec, i)``: the whole of dataset ``i``; ``run_head(spec, i)``: the dataset-level part of a
+  split dataset; ``run_files(spec, i, relpaths)``: some of its files. Each returns plain JSON;
+- ``merge(spec, datasets: list[DatasetParts])``: the command's result object, exactly what the
+  single-process command returns for the same targets;
+- ``report(result, render, out) -> int``: print it as the command does (``render`` holds ``format`` and
+  command-specific options) and return the command's exit status.
+
+``spec`` is the JSON the command stored in the plan (resolved targets and options). Job modules are
+imported only when a run needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lerobot_tools.errors import UsageError
+
+#: command -> module exposing ``JOB``
+JOBS: dict[str, str] = {
+    "validate": "lerobot_tools.distributed.validate_job",
+}
+
+
+@dataclass
+class DatasetParts:
+    """What the tasks returned for one target, gathered for :meth:`Job.merge`.
+
+    Attributes:
+        index: position of the target.
+        whole: the result of ``run_dataset`` when the dataset was one work item, else None.
+        head: the result of ``run_head`` for a split dataset, else None.
+        files: ``(relpaths, result)`` of every ``run_files`` call for a split dataset, in rank order.
+        split: True when the dataset was split into a head and file items.
+    """
+
+    index: int
+    whole: Any = None
+    head: Any = None
+    files: list[tuple[list[str], Any]] = field(default_factory=list)
+    split: bool = False
+
+
+class Job(Protocol):
+    command: str
+
+    def sizes(self, spec: dict) -> list: ...
+
+    def run_dataset(self, spec: dict, index: int) -> Any: ...
+
+    def run_head(self, spec: dict, index: int) -> Any: ...
+
+    def run_files(self, spec: dict, index: int, relpaths: list[str]) -> Any: ...
+
+    def merge(self, spec: dict, datasets: list[DatasetParts]) -> Any: ...
+
+    def report(self, result: Any, render: dict, out) -> int: ...
+
+
+def get_job(command: str) -> Job:
+    """The job object of ``command``.
+
+    Raises:
+        UsageError: not a command that runs distributed.
+    """
+    module = JOBS.get(command)
+    if module is None:
+        raise UsageError(f"{command!r} cannot run distributed (known: {', '.join(sorted(JOBS))})")
+    return importlib.import_module(module).JOB

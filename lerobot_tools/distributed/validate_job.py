@@ -1,0 +1,242 @@
+"""``lrtool validate`` as a distributed job.
+
+A dataset that is one work item is validated whole by its task, which returns its report. A dataset split
+into file items is validated in two steps, so that the merged report is exactly the single-process one:
+
+1. each task owning some of its files runs the same checks over the whole dataset (metadata, footers,
+   file sniffing: cheap) but performs the expensive per-file reads (the ``--deep`` column scan of a data
+   file, the header probe of a video) only for the files it owns, and returns those facts keyed by file and
+   arguments (:class:`~lerobot_tools.checks.engine.FileObserver`); its findings are discarded;
+2. the merge validates the dataset once more with every recorded fact replayed instead of read, so the
+   families run exactly as in one process. A data file's scan is recorded for the index offset its task
+   computed and for "no offset" (what the family passes after an unreadable earlier file); a fact asked
+   with other arguments (a v3.0 dataset whose metadata places a file elsewhere than the rows before it,
+   behind an unreadable file) is read from disk again, never guessed.
+
+The merge of a split dataset therefore needs the dataset's metadata and footers (no data pages, no video
+headers) at the same path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import IO, Any
+
+from lerobot_tools.checks.context import ValidateOptions
+from lerobot_tools.checks.observer import FileObserver
+from lerobot_tools.distributed.partition import DatasetSize
+from lerobot_tools.distributed.plan import target_from_dict, target_to_dict
+from lerobot_tools.findings import DatasetReport, Finding, NotChecked
+
+
+# ---------------------------------------------------------------------- spec
+def options_to_dict(o: ValidateOptions) -> dict[str, Any]:
+    """:class:`ValidateOptions` as JSON (sets as sorted lists)."""
+    d = asdict(o)
+    d["select"] = sorted(o.select) if o.select is not None else None
+    d["ignore"] = sorted(o.ignore)
+    return d
+
+
+def options_from_dict(d: dict[str, Any]) -> ValidateOptions:
+    """Inverse of :func:`options_to_dict`."""
+    d = dict(d)
+    d["select"] = set(d["select"]) if d.get("select") is not None else None
+    d["ignore"] = set(d.get("ignore") or [])
+    return ValidateOptions(**d)
+
+
+def make_spec(targets: list, options: ValidateOptions) -> dict[str, Any]:
+    """The plan spec of a validate run: resolved targets and options."""
+    return {"targets": [target_to_dict(t) for t in targets], "options": options_to_dict(options)}
+
+
+# ---------------------------------------------------------------------- reports in JSON
+def report_to_dict(r: DatasetReport) -> dict[str, Any]:
+    """A :class:`DatasetReport` as JSON, keeping every field (group keys and seconds included)."""
+    return asdict(r)
+
+
+def report_from_dict(d: dict[str, Any]) -> DatasetReport:
+    """Inverse of :func:`report_to_dict`."""
+    d = dict(d)
+    d["findings"] = [Finding(**f) for f in d.get("findings", [])]
+    d["not_checked"] = [NotChecked(**n) for n in d.get("not_checked", [])]
+    return DatasetReport(**d)
+
+
+# ---------------------------------------------------------------------- record / replay
+def _scan_key(rel: str, kw: dict) -> str:
+    return json.dumps(["scan", rel, kw.get("fps"), kw.get("tolerance_s"), kw.get("index_offset"),
+                       list((kw.get("list_columns") or {}).items())])
+
+
+def _probe_key(rel: str, pyav: bool) -> str:
+    return json.dumps(["probe", rel, bool(pyav)])
+
+
+class _Replayed(Exception):
+    pass
+
+
+def _reraise(name: str, message: str) -> Exception:
+    """An exception whose ``str()`` and class name are those recorded (deep.run reports either)."""
+    cls = type(name, (_Replayed,), {}) if name.isidentifier() else _Replayed
+    return cls(message)
+
+
+class Recorder(FileObserver):
+    """Reads the scans and probes of ``owned`` files and records them in :attr:`memo`; other files get
+    empty stand-ins (the findings of a recording run are discarded)."""
+
+    def __init__(self, owned: list[str]):
+        self.owned = set(owned)
+        self.memo: dict[str, Any] = {}
+
+    def scan_file(self, rel, path, **kwargs):
+        from lerobot_tools.checks.deep import _FileScan, scan_to_dict
+
+        if rel not in self.owned:
+            return _FileScan()
+        key = _scan_key(rel, kwargs)
+        try:
+            scan = super().scan_file(rel, path, **kwargs)
+        except Exception as exc:
+            self.memo[key] = {"raise": [type(exc).__name__, str(exc)]}
+            raise
+        self.memo[key] = {"scan": scan_to_dict(scan)}
+        if kwargs.get("index_offset") is not None:
+            # after an unreadable earlier file (owned by another task) the family passes no offset and the
+            # global-index check is skipped: record that variant too, it differs only there
+            self.memo[_scan_key(rel, {**kwargs, "index_offset": None})] = {
+                "scan": dict(scan_to_dict(scan), bad_index=0, first_bad_index=None)}
+        return scan
+
+    def probe_video(self, rel, path, *, pyav, sniffed):
+        from lerobot_tools.video.probe import VideoProbe
+
+        if rel not in self.owned:
+            return VideoProbe(path=str(path))
+        probe = super().probe_video(rel, path, pyav=pyav, sniffed=sniffed)
+        self.memo[_probe_key(rel, pyav)] = {"probe": probe.to_dict()}
+        return probe
+
+
+class Replayer(FileObserver):
+    """Answers from recorded facts; reads from disk what was not recorded (counted in :attr:`misses`)."""
+
+    def __init__(self, memo: dict[str, Any]):
+        self.memo = memo
+        self.misses = 0
+
+    def scan_file(self, rel, path, **kwargs):
+        from lerobot_tools.checks.deep import scan_from_dict
+
+        hit = self.memo.get(_scan_key(rel, kwargs))
+        if hit is None:
+            self.misses += 1
+            return super().scan_file(rel, path, **kwargs)
+        if "raise" in hit:
+            raise _reraise(*hit["raise"])
+        return scan_from_dict(hit["scan"])
+
+    def probe_video(self, rel, path, *, pyav, sniffed):
+        from lerobot_tools.video.probe import VideoProbe
+
+        hit = self.memo.get(_probe_key(rel, pyav))
+        if hit is None:
+            self.misses += 1
+            return super().probe_video(rel, path, pyav=pyav, sniffed=sniffed)
+        return VideoProbe(**hit["probe"])
+
+
+# ---------------------------------------------------------------------- the job
+def _size(path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+class ValidateJob:
+    """See the module docstring."""
+
+    command = "validate"
+
+    def _target(self, spec: dict, index: int):
+        return target_from_dict(spec["targets"][index])
+
+    def sizes(self, spec: dict) -> list[DatasetSize]:
+        """Per target: data and video file sizes; unresolved or unreadable datasets count 1 byte, unsplit."""
+        from lerobot_tools.dataset.model import Dataset
+
+        out = []
+        for raw in spec["targets"]:
+            t = target_from_dict(raw)
+            if t.error or t.root is None:
+                out.append(DatasetSize(1))
+                continue
+            try:
+                ds = Dataset(t.root)
+                rels = [df.relpath for df in ds.data_files()] + [vf.relpath for vf in ds.video_files()]
+                files = tuple((rel, _size(ds.path(rel))) for rel in rels)
+                head = sum(_size(p) for p in (ds.root / "meta").rglob("*") if p.is_file())
+            except Exception:  # sizing never fails a run: the dataset is simply not split
+                out.append(DatasetSize(1))
+                continue
+            out.append(DatasetSize(sum(n for _, n in files) + head, files, max(1, head)))
+        return out
+
+    def run_dataset(self, spec: dict, index: int) -> dict:
+        from lerobot_tools.validate import validate_one
+
+        return report_to_dict(validate_one(self._target(spec, index), options_from_dict(spec["options"])))
+
+    def run_head(self, spec: dict, index: int) -> None:
+        return None  # the dataset-level checks run when the parts are merged
+
+    def run_files(self, spec: dict, index: int, relpaths: list[str]) -> dict:
+        from lerobot_tools.validate import validate_one
+
+        rec = Recorder(relpaths)
+        validate_one(self._target(spec, index), options_from_dict(spec["options"]), observer=rec)
+        return {"memo": rec.memo}
+
+    def merge(self, spec: dict, datasets: list) -> list[DatasetReport]:
+        from lerobot_tools.validate import validate_one
+
+        options = options_from_dict(spec["options"])
+        reports = []
+        for d in datasets:
+            if not d.split:
+                reports.append(report_from_dict(d.whole))
+                continue
+            memo: dict[str, Any] = {}
+            for _, result in d.files:
+                memo.update(result.get("memo") or {})
+            reports.append(validate_one(self._target(spec, d.index), options, observer=Replayer(memo)))
+        return reports
+
+    def report(self, result: list[DatasetReport], render: dict, out: IO[str]) -> int:
+        """Apply ``--write-baseline`` / ``--baseline`` from ``render``, print, return validate's exit status."""
+        from pathlib import Path
+
+        from lerobot_tools.report import exit_status, render_json, render_text
+        from lerobot_tools.validate import apply_baseline, record_baseline
+
+        if render.get("write_baseline"):
+            n = record_baseline(result, Path(render["write_baseline"]))
+            import sys
+
+            print(f"recorded {n} finding(s) in {render['write_baseline']}", file=sys.stderr)
+        if render.get("baseline"):
+            apply_baseline(result, Path(render["baseline"]))
+        if render.get("format") == "json":
+            render_json(result, out)
+        else:
+            render_text(result, out, color=bool(render.get("color")) and out.isatty())
+        return exit_status(result)
+
+
+JOB = ValidateJob()
