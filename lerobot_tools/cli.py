@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "prefetch": ("lerobot_tools.commands.prefetch", "prefetch", "Prewarm local copies of a mixture with bounded, 429-safe downloads."),
     "repair": ("lerobot_tools.commands.repair", "repair", "Fix mechanically what validate finds: diff first, backup, --undo."),
     "smoke": ("lerobot_tools.commands.smoke", "smoke", "Run the bundled loaders over real data as an end-to-end smoke test."),
+    "report": ("lerobot_tools.commands.report", "report", "Merge the parts of a distributed run (--shard / --executor) into one report."),
 }
 
 

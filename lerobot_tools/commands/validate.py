@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from lerobot_tools.commands._common import fail, format_option, jobs_option
+from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
@@ -29,12 +30,16 @@ from lerobot_tools.errors import LrtoolError
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Record today's findings in this file.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: for mixtures on a terminal).")
+@distributed_options
 def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb, world_size, all_videos,
-             baseline, write_baseline, progress):
+             baseline, write_baseline, progress, dist):
     """Check datasets for drift between info.json, parquet, tasks and files. Offline and read-only.
 
     TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches
     ($HF_LEROBOT_HOME, the hub snapshot caches), or a mixture file (plain text or OpenTau JSON).
+
+    Scale-out: --shard RANK/WORLD --part-out FILE runs one share (merge with `lrtool report merge`);
+    --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
 
     Exit status: 0 no errors, 1 errors found, 2 the tool could not run.
     """
@@ -50,6 +55,8 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
         fail(str(exc))
     options = ValidateOptions(deep=deep, tolerance_s=tolerance_s, select=sel, ignore=ign,
                               row_group_mb=row_group_mb, world_size=world_size, all_videos=all_videos)
+    if dist is not None:
+        _run_distributed(dist, targets, options, fmt, baseline, write_baseline)
     try:
         reports = run_validate(targets, options, jobs=jobs, progress=progress)
         if write_baseline is not None:
@@ -64,6 +71,22 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
     else:
         render_text(reports, sys.stdout, color=sys.stdout.isatty())
     sys.exit(exit_status(reports))
+
+
+def _run_distributed(dist, targets, options, fmt, baseline, write_baseline):
+    import os
+
+    from lerobot_tools.commands._distributed import run_distributed
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.distributed.validate_job import make_spec
+
+    try:
+        resolved = resolve_targets(list(targets))
+    except LrtoolError as exc:
+        fail(str(exc))
+    render = {"format": fmt, "baseline": os.path.abspath(baseline) if baseline else None,
+              "write_baseline": os.path.abspath(write_baseline) if write_baseline else None, "color": True}
+    run_distributed(dist, "validate", make_spec(resolved, options), render)
 
 
 @click.command()

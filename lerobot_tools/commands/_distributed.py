@@ -1,0 +1,243 @@
+"""The options every mixture command shares for scale-out, and what they do.
+
+``@distributed_options`` adds, to validate, reshard, diagnose-decode, repair and prefetch:
+
+- ``--shard RANK/WORLD --part-out FILE``: process one deterministic share of the work and write a part
+  result (the low-level primitive: run it WORLD times, anywhere, then ``lrtool report merge``);
+- ``--executor local|slurm|ray --tasks N [--workers W] --logging-dir DIR`` and the ``--slurm-*`` /
+  ``--ray-address`` options: run the shares on datatrove.
+
+The decorated command receives one ``dist`` argument: None for an ordinary run, else a
+:class:`DistributedRequest`; it builds its plan spec and calls :func:`run_distributed`, which never returns.
+Nothing here imports datatrove or ray unless ``--executor`` is given.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, NoReturn
+
+import click
+
+from lerobot_tools.commands._common import fail
+
+
+@dataclass
+class DistributedRequest:
+    """The scale-out options of one command line (see the module docstring)."""
+
+    shard: tuple[int, int] | None = None
+    part_out: Path | None = None
+    executor: str | None = None
+    tasks: int | None = None
+    workers: int = -1
+    logging_dir: Path | None = None
+    slurm: dict = field(default_factory=dict)
+    ray_address: str | None = None
+
+    @property
+    def world(self) -> int:
+        """Number of tasks the work is split into."""
+        return self.shard[1] if self.shard else int(self.tasks or 1)
+
+    @property
+    def run_dir(self) -> Path:
+        """Where the plan, the parts and the logs live (absolute)."""
+        where = self.part_out.parent if self.shard else self.logging_dir
+        return Path(os.path.abspath(where))
+
+
+def _parse_shard(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        rank, world = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise click.BadParameter("expected RANK/WORLD, e.g. 3/8") from None
+    if world < 1 or not 0 <= rank < world:
+        raise click.BadParameter(f"RANK must be in 0..WORLD-1 and WORLD >= 1 (got {value})")
+    return rank, world
+
+
+def _parse_kv(ctx, param, values):
+    out = {}
+    for v in values:
+        key, sep, val = v.partition("=")
+        key = key.strip().lstrip("-")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE (an sbatch option without its dashes), got {v!r}")
+        out[key] = val
+    return out
+
+
+_OPTIONS = [
+    click.option("--shard", callback=_parse_shard, metavar="RANK/WORLD",
+                 help="Process share RANK of WORLD (balanced by bytes; large datasets split by file) and write "
+                      "a part result to --part-out; merge the parts with `lrtool report merge`."),
+    click.option("--part-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                 help="Part result file of --shard (JSON); the run's plan.json is kept in the same folder."),
+    click.option("--executor", type=click.Choice(["local", "slurm", "ray"]), default=None,
+                 help="Run the shares on datatrove: local processes, a SLURM job array, or a Ray cluster."),
+    click.option("--tasks", type=click.IntRange(min=1), default=None, help="Number of tasks (shares) for --executor."),
+    click.option("--workers", type=click.IntRange(min=-1), default=-1, show_default=True,
+                 help="Tasks running at the same time (-1 = all)."),
+    click.option("--logging-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                 help="Run folder: plan, parts, logs, completion markers. Re-running with it skips completed tasks."),
+    click.option("--slurm-partition", default=None, help="SLURM partition (needed by --executor slurm)."),
+    click.option("--slurm-time", default="24:00:00", show_default=True, help="SLURM time limit per task."),
+    click.option("--slurm-cpus-per-task", type=click.IntRange(min=1), default=1, show_default=True),
+    click.option("--slurm-mem-per-cpu-gb", type=click.IntRange(min=1), default=2, show_default=True),
+    click.option("--slurm-qos", default=None, help="SLURM QOS (default: the cluster's)."),
+    click.option("--slurm-sbatch-arg", "slurm_sbatch_args", multiple=True, callback=_parse_kv, metavar="KEY=VALUE",
+                 help="Extra sbatch option, e.g. account=robots or constraint=cpu. Repeatable."),
+    click.option("--slurm-venv-path", default=None,
+                 help="Virtualenv activate script each job sources (default: this Python's venv, if any)."),
+    click.option("--slurm-env-command", default=None,
+                 help="Shell command that sets up each job's environment instead (e.g. 'module load ...; source ...')."),
+    click.option("--ray-address", default=None,
+                 help="Ray cluster to use (default: $RAY_ADDRESS, else a local Ray instance for this run)."),
+]
+_NAMES = ["shard", "part_out", "executor", "tasks", "workers", "logging_dir", "slurm_partition", "slurm_time",
+          "slurm_cpus_per_task", "slurm_mem_per_cpu_gb", "slurm_qos", "slurm_sbatch_args", "slurm_venv_path",
+          "slurm_env_command", "ray_address"]
+_SLURM_DEFAULTS = {"slurm_time": "24:00:00", "slurm_cpus_per_task": 1, "slurm_mem_per_cpu_gb": 2}
+
+
+def _request(raw: dict) -> DistributedRequest | None:
+    slurm = {k: raw[k] for k in _NAMES if k.startswith("slurm_")}
+    slurm_given = [k for k, v in slurm.items() if v not in (None, {}, _SLURM_DEFAULTS.get(k))]
+    if raw["shard"] and raw["executor"]:
+        fail("--shard and --executor exclude each other (the executor runs every shard)")
+    if raw["shard"]:
+        if raw["part_out"] is None:
+            fail("--shard needs --part-out FILE")
+        extra = [n for n in ("tasks", "logging_dir", "ray_address") if raw[n] is not None] + slurm_given
+        if extra:
+            fail(f"--{extra[0].replace('_', '-')} applies to --executor, not --shard")
+        return DistributedRequest(shard=raw["shard"], part_out=raw["part_out"])
+    if raw["executor"]:
+        if raw["tasks"] is None:
+            fail("--executor needs --tasks N")
+        if raw["logging_dir"] is None:
+            fail("--executor needs --logging-dir DIR (plan, parts, logs; re-run with it to resume)")
+        if raw["part_out"] is not None:
+            fail("--part-out applies to --shard; with --executor the parts go to --logging-dir/parts")
+        if raw["executor"] != "slurm" and slurm_given:
+            fail(f"--{slurm_given[0].replace('_', '-')} applies to --executor slurm")
+        if raw["executor"] == "slurm" and not raw["slurm_partition"]:
+            fail("--executor slurm needs --slurm-partition")
+        if raw["executor"] != "ray" and raw["ray_address"]:
+            fail("--ray-address applies to --executor ray")
+        return DistributedRequest(executor=raw["executor"], tasks=raw["tasks"], workers=raw["workers"],
+                                  logging_dir=raw["logging_dir"], slurm=slurm, ray_address=raw["ray_address"])
+    given = [n for n in ("part_out", "tasks", "logging_dir", "ray_address") if raw[n] is not None] + slurm_given
+    if given:
+        fail(f"--{given[0].replace('_', '-')} needs --shard or --executor")
+    return None
+
+
+def distributed_options(f: Callable) -> Callable:
+    """Add the scale-out options to a click command; it receives them as one ``dist`` argument."""
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        raw = {name: kwargs.pop(name) for name in _NAMES}
+        return f(*args, dist=_request(raw), **kwargs)
+
+    for opt in reversed(_OPTIONS):
+        wrapper = opt(wrapper)
+    return wrapper
+
+
+def run_distributed(dist: DistributedRequest, command: str, spec: dict, render: dict) -> NoReturn:
+    """Run ``command`` as asked by ``dist``, print what the user needs, exit.
+
+    Args:
+        dist: the parsed options.
+        command: a key of :data:`lerobot_tools.distributed.jobs.JOBS`.
+        spec: the command's plan spec (resolved targets, options).
+        render: how to print the merged result (``format`` and command-specific keys).
+    """
+    from lerobot_tools.distributed.jobs import get_job
+    from lerobot_tools.distributed.plan import load_or_create, write_render
+    from lerobot_tools.errors import LrtoolError
+
+    job = get_job(command)
+    run_dir = dist.run_dir
+    try:
+        plan = load_or_create(run_dir, command, dist.world, spec, job.sizes)
+        write_render(run_dir, render)
+    except LrtoolError as exc:
+        fail(str(exc))
+    if dist.shard:
+        from lerobot_tools.distributed.parts import run_shard
+
+        rank, world = dist.shard
+        try:
+            part = run_shard(plan, rank, dist.part_out)
+        except LrtoolError as exc:
+            fail(str(exc))
+        from lerobot_tools.sniff import human_size
+
+        click.echo(f"lrtool: share {rank}/{world}: {len(part['items'])} work item(s), {human_size(part['bytes'])}, "
+                   f"{part['seconds']:.1f} s -> {dist.part_out}; merge all {world} with: "
+                   f"lrtool report merge {run_dir}", err=True)
+        sys.exit(0)
+    _run_executor(dist, job, run_dir, render)
+
+
+def _run_executor(dist: DistributedRequest, job, run_dir: Path, render: dict) -> NoReturn:
+    from lerobot_tools.errors import LrtoolError
+
+    try:
+        from lerobot_tools.distributed import engine
+    except ImportError as exc:
+        fail(f"--executor needs datatrove: pip install 'lerobot-tools[distributed]' ({exc})")
+    s = dist.slurm
+    opts = engine.ExecutorOptions(
+        kind=dist.executor, tasks=dist.world, workers=dist.workers, logging_dir=str(run_dir),
+        slurm_partition=s.get("slurm_partition"), slurm_time=s.get("slurm_time") or "24:00:00",
+        slurm_cpus_per_task=s.get("slurm_cpus_per_task") or 1, slurm_mem_per_cpu_gb=s.get("slurm_mem_per_cpu_gb") or 2,
+        slurm_qos=s.get("slurm_qos"), slurm_sbatch_args=s.get("slurm_sbatch_args") or {},
+        slurm_venv_path=s.get("slurm_venv_path"), slurm_env_command=s.get("slurm_env_command"),
+        slurm_job_name=f"lrtool-{job.command}", ray_address=dist.ray_address)
+    try:
+        launched = engine.launch(opts)
+    except LrtoolError as exc:
+        fail(str(exc))
+    if not launched.ran:
+        main_id, merge_id = launched.job_ids
+        if main_id == "-1":
+            click.echo(f"every task of this run is already complete ({run_dir}); nothing submitted")
+        else:
+            click.echo(f"submitted {dist.world} task(s) as SLURM job {main_id} (array), and merge job {merge_id} "
+                       "that runs after it")
+        click.echo(f"  logs:    {run_dir}/logs/task_RRRRR.log, {run_dir}/slurm_logs/")
+        click.echo(f"  result:  lrtool report {run_dir}          (the merged report and its exit status, once "
+                   "complete)")
+        click.echo(f"           lrtool report {run_dir} --wait   (blocks until then)")
+        click.echo(f"  also written by the merge job: {run_dir}/report.txt, report.json, exit_status")
+        sys.exit(0)
+    _print_merged(job, run_dir, render)
+
+
+def _print_merged(job, run_dir: Path, render: dict) -> NoReturn:
+    from lerobot_tools.distributed.parts import IncompleteRun, merge_parts
+    from lerobot_tools.errors import LrtoolError
+
+    try:
+        merged = merge_parts([run_dir])
+    except IncompleteRun as exc:
+        fail(f"{exc.message}: those task(s) failed (tracebacks in {run_dir}/logs/task_RRRRR.log); run the same "
+             "command again to retry them (completed tasks are skipped)")
+    except LrtoolError as exc:
+        fail(str(exc))
+    try:
+        status = job.report(merged.result, render, sys.stdout)
+    except LrtoolError as exc:
+        fail(str(exc))
+    sys.exit(status)
