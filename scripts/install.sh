@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install lrtool for development and CI on a fresh Debian machine (Python 3.11, root, no GPU):
-#   - system ffmpeg (video fixtures, torchcodec's FFmpeg libraries), git
+#   - system ffmpeg (video fixtures, torchcodec's FFmpeg libraries), git, and slurm-wlm + munge (the SLURM
+#     scale-out test starts a single-node cluster with scripts/slurm-local.sh)
 #   - a virtual environment in .venv with the CPU builds torch==2.13.0 and torchcodec==0.13.0 pinned
 #     (an unpinned torch pulls GBs of CUDA packages; torchcodec 0.14+ are CUDA builds that fail to import
-#     with a CPU torch), then lrtool itself with its loaders and dev extras.
+#     with a CPU torch), then lrtool itself with its loaders, dev, distributed (datatrove) and ray extras.
 #   - a separate venv .venv-olah with the olah Hub mirror, used by one integration test.
 #   - a separate venv .venv-lerobot with upstream lerobot 0.4.4 (its dataset writer and loader only), used by
 #     scripts/write_real_fixtures.py and by the tests that load lrtool's output in upstream LeRobotDataset.
@@ -14,6 +15,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v ffmpeg >/dev/null 2>&1 || need_apt+=(ffmpeg)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v slurmctld >/dev/null 2>&1 || need_apt+=(slurm-wlm)
+command -v munged >/dev/null 2>&1 || need_apt+=(munge)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
@@ -27,7 +30,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 .venv/bin/python -c "import torch, torchcodec" >/dev/null 2>&1 || "${PIP[@]}" torch==2.13.0 torchcodec==0.13.0
-"${PIP[@]}" -e '.[loaders,dev]'
+"${PIP[@]}" -e '.[loaders,dev,distributed,ray]'
 
 if [ ! -x .venv-olah/bin/olah-cli ]; then
   "$PY" -m venv .venv-olah
