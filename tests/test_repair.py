@@ -817,3 +817,24 @@ def test_findings_are_matched_to_repairs_by_subject_never_by_message():
     # S005 of 'b' is fixed by the declaration repair of 'b' (S002), not by the cast of 'a'
     assert [(x.action, x.repair.summary if x.repair else x.reason) for x in d] == [
         ("repair", "declare 'b'"), ("repair", "declare 'b'"), ("not-repairable", "re-time")]
+
+
+def test_repair_tables_agree_with_the_catalogue():
+    import re
+
+    from lerobot_tools.checks import catalogue
+    from lerobot_tools.repair.plan import REPAIRABLE
+
+    auto = {c.id: c.repair_by for c in catalogue.CATALOGUE.values() if c.repair == catalogue.AUTO}
+    triggers = {c: fn.__name__ for checks, fn in fixes.FIXES for c in checks}
+    assert {c: auto.get(c) for c in triggers} == triggers  # every trigger is an auto check repaired by that fix
+    assert {fn.__name__ for _, fn in fixes.FIXES} == set(auto.values())
+    assert set(auto) - set(triggers) == {"S007", "F003"}  # fixed as consequences of fix_dtype / fix_video_path
+    assert REPAIRABLE == {c: catalogue.get(c).repair_note for c in auto} and all(REPAIRABLE.values())
+    explicit = {c.id for c in catalogue.CATALOGUE.values() if c.repair == catalogue.EXPLICIT}
+    assert explicit == {"R001", "R002", "R003", "R004"}
+    assert all(catalogue.get(c).repair_by == "lrtool reshard" for c in explicit)
+    # the README's repair table lists exactly the checks repair fixes
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("| check | repair |", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"\b[A-Z]\d{3}\b", table)) == set(auto)

@@ -4,7 +4,8 @@ IDs never change meaning once released. The letter names the family:
 ``M`` targets and mixtures, ``I`` info.json, ``S`` parquet schema drift, ``T`` tasks, ``C`` counts and
 indices, ``D`` deep (row-level) checks, ``F`` files, ``R`` row groups, ``G`` statistics.
 ``docs/checks.md`` is generated from this module (``lrtool checks --format markdown``), so the docs cannot
-drift from the code. Sources in the texts: lerobot-format (§ numbers) and pitfalls (letter+number) are the
+drift from the code. Each check also states how it is repaired (:attr:`Check.repair`); ``lrtool repair``'s
+tables are derived from that, and a test keeps its list of fixes in agreement. Sources in the texts: lerobot-format (§ numbers) and pitfalls (letter+number) are the
 project's reference notes on lerobot ``7427f318`` and OpenTau ``0b153a92``.
 """
 
@@ -28,6 +29,13 @@ class Check:
         why: how the defect breaks training (the symptom users see).
         fix: how to fix it (``lrtool repair`` when mechanical).
         deep: True if it runs only with ``--deep`` (reads data columns, not just footers).
+        repair: how it is repaired: :data:`AUTO` (``lrtool repair`` fixes it mechanically, with the fix
+            ``repair_by`` names), :data:`EXPLICIT` (another command the user runs, named by ``repair_by``:
+            ``lrtool reshard``), or None (not mechanical: a person decides).
+        repair_by: for :data:`AUTO`, the function of :mod:`lerobot_tools.repair.fixes` that plans the fix
+            (a test keeps ``fixes.FIXES`` in agreement); for :data:`EXPLICIT`, the command.
+        repair_note: one line: what the repair changes (:data:`AUTO`), or why ``lrtool repair`` leaves the
+            finding alone (empty: "not mechanical"). ``lrtool repair`` reports it for every finding.
     """
 
     id: str
@@ -38,6 +46,28 @@ class Check:
     why: str
     fix: str
     deep: bool = False
+    repair: str | None = None
+    repair_by: str = ""
+    repair_note: str = ""
+
+
+#: ``lrtool repair`` fixes the check mechanically.
+AUTO = "auto"
+#: Another command fixes it when the user runs it (``Check.repair_by`` names it).
+EXPLICIT = "explicit"
+
+
+def _auto(fix: str, note: str) -> dict:
+    return {"repair": AUTO, "repair_by": fix, "repair_note": note}
+
+
+def _manual(note: str) -> dict:
+    return {"repair": None, "repair_note": note}
+
+
+_RESHARD = {"repair": EXPLICIT, "repair_by": "lrtool reshard",
+            "repair_note": "row-group layout is rewritten by `lrtool reshard`, not by repair"}
+_MIXTURE = _manual("a mixture or target problem, not a problem of the dataset's files")
 
 
 _CHECKS = [
@@ -47,30 +77,36 @@ _CHECKS = [
           "$HF_LEROBOT_HOME/<repo_id> nor a hub snapshot cache (refs resolved offline).",
           "The training job would try to download it (lerobot falls back to the Hub when a local copy is "
           "missing) or stop with FileNotFoundError / RepositoryNotFoundError on an offline node.",
-          "Fix the path or revision, or prefetch the dataset (`lrtool prefetch mixture.txt`)."),
+          "Fix the path or revision, or prefetch the dataset (`lrtool prefetch mixture.txt`).",
+          **_MIXTURE),
     Check("M002", "mixture-entry-invalid", ERROR, "A mixture entry is malformed.",
           "Each line of a text mixture (`repo_id[@revision]` or path, optional `episodes=0-9,12`) and each "
           "OpenTau `dataset_mixture.datasets[*]` object (repo_id/root/revision/episodes).",
           "The training config fails to parse, or silently trains on the wrong subset.",
-          "Correct the entry as the message says."),
+          "Correct the entry as the message says.",
+          **_MIXTURE),
     Check("M003", "feature-mapping", ERROR, "A mixture entry maps a role to a column the dataset does not have.",
           "OpenTau `data_features_name_mapping` values against the dataset's declared features (pitfalls I1).",
           "The mixture loader raises KeyError on the first batch from that dataset, hours into a run.",
-          "Map the role to an existing feature name (see the dataset's meta/info.json features)."),
+          "Map the role to an existing feature name (see the dataset's meta/info.json features).",
+          **_MIXTURE),
     Check("M004", "episodes-out-of-range", ERROR, "A mixture entry requests episodes the dataset does not have.",
           "Requested `episodes` / `excluded_episodes` against the episode indices in the metadata.",
           "lerobot warns and ignores out-of-range episodes (lerobot-format §15.1), so the run silently trains "
           "on less data; other loaders raise IndexError.",
-          "Restrict the episode list to indices the dataset has."),
+          "Restrict the episode list to indices the dataset has.",
+          **_MIXTURE),
     # ------------------------------------------------------------------ I: info.json
     Check("I001", "info-missing", ERROR, "meta/info.json is missing: not a LeRobot dataset.",
           "The dataset root must hold meta/info.json.",
           "Every loader reads info.json first; without it lerobot tries to download the dataset from the Hub.",
-          "Point the target at the dataset root, or restore meta/info.json."),
+          "Point the target at the dataset root, or restore meta/info.json.",
+          **_manual("not a LeRobot dataset")),
     Check("I002", "info-json-invalid", ERROR, "meta/info.json is not valid JSON.",
           "meta/info.json parses as a JSON object.",
           "json.JSONDecodeError at dataset construction.",
-          "Restore the file (a truncated write is the usual cause); lrtool cannot repair it."),
+          "Restore the file (a truncated write is the usual cause); lrtool cannot repair it.",
+          **_manual("meta/info.json is not valid JSON")),
     Check("I003", "info-schema", ERROR, "meta/info.json violates the JSON Schema for its codebase_version.",
           "Required keys and types per layout (v2.x: counters, templates, chunks_size; v3.0: codebase_version, fps, "
           "features), validated with jsonschema against lerobot_tools/schemas/info.schema.json.",
@@ -86,18 +122,22 @@ _CHECKS = [
           "info.json fps is an integer > 0 (a float such as 30.0 is a warning).",
           "fps <= 0 raises ValueError in lerobot v3; a float breaks frame-index arithmetic and video "
           "base_rate comparisons (pitfalls A10).",
-          "Set fps to the integer frame rate the data was recorded at (`lrtool repair` casts 30.0 to 30)."),
+          "Set fps to the integer frame rate the data was recorded at (`lrtool repair` casts 30.0 to 30).",
+          **_auto("fix_fps", "fps 30.0 -> 30 (an integral float written as the integer)")),
     Check("I006", "feature-invalid", ERROR, "A feature declaration is malformed.",
           "Each feature has a known dtype (a numpy dtype, or image/video/string/language), an integer shape of "
           "rank 1-5, and cameras (image/video) a rank-3 shape.",
           "lerobot raises ValueError (rank > 5 or 0) or NotImplementedError (unknown dtype) while building "
           "the Features; OpenTau requires rank-3 camera shapes.",
-          "Correct dtype/shape from the data (`lrtool repair` takes them from consistent parquet files)."),
+          "Correct dtype/shape from the data (`lrtool repair` takes them from consistent parquet files).",
+          **_auto("fix_feature_invalid", "malformed dtype/shape of a non-camera feature taken from its column when "
+                                         "every data file agrees")),
     Check("I007", "feature-names-shape", WARNING, "A feature's names do not match its shape.",
           "`names` is null, a list of shape[0] strings (cameras: one per dimension), or a dict of such lists.",
           "Policies index by names (camera names[2] decides HWC vs CHW, pitfalls A9); a mismatch silently "
           "mislabels dimensions or raises TypeError.",
-          "`lrtool repair` flattens a singly nested list; a length mismatch needs the right names by hand."),
+          "`lrtool repair` flattens a singly nested list; a length mismatch needs the right names by hand.",
+          **_auto("fix_names", "names [[...]] flattened when the inner list has one name per element")),
     Check("I008", "path-template", ERROR, "data_path or video_path is not a valid template.",
           "Templates use only {episode_chunk}/{episode_index}/{video_key} (v2.x) or "
           "{chunk_index}/{file_index}/{video_key} (v3.0), stay inside the dataset root, and video_path is set "
@@ -107,7 +147,9 @@ _CHECKS = [
           "use_videos=True, cameras or not (lerobot 0.4.4 datasets/utils.py create_empty_dataset_info), and "
           "LeRobotDataset formats it only for meta.video_keys (get_video_file_path), so no loader reads it.",
           "KeyError/IndexError when a loader formats the path, or files looked up in the wrong place.",
-          "Restore the default template for the layout, or fix the placeholder named."),
+          "Restore the default template for the layout, or fix the placeholder named.",
+          **_manual("the path template needs a person (repair only rewrites video_path to a layout that holds the "
+                    "files)")),
     Check("I009", "camera-names", WARNING, "A camera feature's names are not [height, width, channels].",
           "Image/video features declare names ['height','width','channels'] (or 'channel').",
           "lerobot's dataset_to_policy_features raises TypeError on names: null (issue #3786) and treats "
@@ -127,53 +169,70 @@ _CHECKS = [
           "Every declared non-video feature is a column of every data file (read from parquet footers).",
           "datasets fills the missing column with None; collation then fails with a TypeError mid-epoch "
           "(pitfalls A2, verified with datasets 4.8.5).",
-          "Remove the declaration (and its stats) or backfill the column."),
+          "Remove the declaration (and its stats) or backfill the column.",
+          **_manual("a declared column absent from the data cannot be backfilled")),
     Check("S002", "column-undeclared", ERROR, "A parquet column is not declared in info.json features.",
           "Every data column is a declared feature (e.g. `language_events` added by annotation tools).",
           "lerobot v3 passes info.json Features to the reader: DatasetGenerationError caused by CastError "
           "\"column names don't match\" (pitfalls A1).",
-          "`lrtool repair` declares it from its Arrow type, or drops it from every file with --drop-undeclared."),
+          "`lrtool repair` declares it from its Arrow type, or drops it from every file with --drop-undeclared.",
+          **_auto("fix_undeclared", "undeclared column declared from its Arrow type (every file agrees), or dropped "
+                                    "with --drop-undeclared")),
     Check("S003", "dtype-mismatch", ERROR, "A column's element type differs from the declared dtype.",
           "Arrow value type vs declared dtype (float64 stored where float32 is declared, int32 vs int64, ...).",
           "lerobot casts silently, but loaders that read the parquet schema (OpenTau) yield float64 tensors, "
           "so collating with other datasets fails or doubles memory; a string/number mismatch fails the cast.",
-          "`lrtool repair` re-declares the dtype when every file agrees; otherwise rewrite the files."),
+          "`lrtool repair` re-declares the dtype when every file agrees; otherwise rewrite the files.",
+          **_auto("fix_dtype", "dtype re-declared from the Arrow schema when every data file stores the same type; "
+                               "otherwise (files disagree, or a default feature) the odd files cast to the declared "
+                               "dtype when every value converts exactly")),
     Check("S004", "shape-mismatch", ERROR, "A column's shape differs from the declared shape.",
           "Scalar vs list: a [1]-shaped feature must be a plain scalar column, not a one-element list; a [N] "
           "feature a fixed_size_list of length N (lerobot-format §5.1).",
           "TypeError: Couldn't cast array of type fixed_size_list<element: float>[1] to float (verified), or a "
           "length mismatch fails the cast.",
-          "`lrtool repair` casts one-element lists to scalars; other lengths need the data fixed."),
+          "`lrtool repair` casts one-element lists to scalars; other lengths need the data fixed.",
+          **_auto("fix_shape", "[1] feature stored as a one-element list cast to a scalar; vector shape re-declared "
+                               "when every file, its names and stats agree")),
     Check("S005", "variable-length-list", WARNING, "A fixed-length vector is stored as a variable-length list.",
           "A [N] feature stored as list<T> instead of fixed_size_list<T>[N] (every pandas round-trip does this, "
           "pitfalls A4).",
           "lerobot casts on load and fails on the first row with another length; readers of the embedded "
           "schema see untyped lists.",
-          "`lrtool repair` casts to fixed_size_list after checking that every row has the declared length."),
+          "`lrtool repair` casts to fixed_size_list after checking that every row has the declared length.",
+          **_auto("fix_variable_lists", "variable-length list cast to fixed_size_list[N] after every row is checked "
+                                        "to hold N elements")),
     Check("S006", "hf-metadata", WARNING, "The `huggingface` schema metadata is missing or disagrees with info.json.",
           "The parquet key-value metadata `huggingface` (features JSON written by datasets) against info.json.",
           "lerobot <= 0.3 and OpenTau read that metadata: a disagreement yields other types than info.json "
           "declares; `_type: List` is unreadable by datasets < 4 (pitfalls A4, A5).",
-          "`lrtool repair` rewrites the metadata from info.json."),
+          "`lrtool repair` rewrites the metadata from info.json.",
+          **_auto("fix_hf_metadata", "`huggingface` schema metadata rebuilt from info.json as datasets writes it")),
     Check("S007", "cross-file-drift", ERROR, "Data files of one dataset have different schemas.",
           "Arrow schemas (names, order-insensitive, and types) of every data file compared with each other.",
           "Concatenating the files fails (OpenTau loads without Features: files disagree only at concatenation) "
           "or casts differently per file.",
           "`lrtool repair` casts the odd files to the declared dtype when every value converts exactly; other "
-          "differences need the files rewritten in one schema."),
+          "differences need the files rewritten in one schema.",
+          **_auto("fix_dtype", "files that differ only in a column's element type cast to the declared dtype (as "
+                               "S003)")),
     # ------------------------------------------------------------------ T: tasks
     Check("T001", "tasks-file", ERROR, "The task table is missing or malformed.",
           "meta/tasks.jsonl (v2.x, one {task_index, task} per line) or meta/tasks.parquet (v3.0) exists and parses.",
           "lerobot reads tasks at construction: FileNotFoundError or KeyError on the first sample.",
-          "Restore the file (a backup, or the Hub); lrtool cannot rebuild a missing task table."),
+          "Restore the file (a backup, or the Hub); lrtool cannot rebuild a missing task table.",
+          **_manual("the task table is missing or malformed")),
     Check("T002", "task-label-missing", ERROR, "An episode references a task label missing from the task table.",
           "Every label in episodes.jsonl `tasks` / meta/episodes `tasks` exists in the task table (pitfalls B4).",
           "KeyError when the loader maps the episode's task string to an index; OpenTau falls back with a warning.",
-          "`lrtool repair` appends the missing labels with new task indices."),
+          "`lrtool repair` appends the missing labels with new task indices.",
+          **_auto("fix_tasks", "task labels referenced by episodes appended to tasks.jsonl / tasks.parquet with new "
+                               "indices")),
     Check("T003", "task-index-out-of-range", ERROR, "A data row's task_index has no task.",
           "task_index values in every data file (from footer statistics, else the column) lie in the task table.",
           "IndexError: single positional indexer is out-of-bounds in tasks.iloc (pitfalls B6, lerobot #4017).",
-          "Add the missing tasks or fix the task_index column; not mechanical."),
+          "Add the missing tasks or fix the task_index column; not mechanical.",
+          **_manual("data rows point at tasks that do not exist")),
     Check("T004", "tasks-parquet-form", ERROR, "meta/tasks.parquet is not in the form loaders read.",
           "v3.0 tasks.parquet: the task strings are the pandas index, task_index == row position "
           "(lerobot-format §7.2). An unnamed index (__index_level_0__) is what lerobot's own writer produces "
@@ -186,169 +245,209 @@ _CHECKS = [
           "(LeRobotDataset.__getitem__, tasks.iloc[task_index].name). Readers that look for a 'task' column "
           "(pyarrow, polars, other tools) find none in the unnamed-index form.",
           "`lrtool repair` rewrites a plain-column table in the pandas-index form with the same mapping; the "
-          "unnamed-index form is left alone unless asked for with `lrtool repair --only T004`."),
+          "unnamed-index form is left alone unless asked for with `lrtool repair --only T004`.",
+          **_auto("fix_tasks", "tasks.parquet rewritten in the pandas-index form (index 'task', column task_index), "
+                               "same mapping")),
     Check("T005", "task-duplicate", WARNING, "The same task label appears more than once.",
           "Labels in the task table are unique.",
           "Inverse maps are last-wins, so episodes get another task_index than their rows (pitfalls B5); v3.0 "
           "cannot represent duplicates and conversion collapses them.",
-          "Merge the duplicates and renumber task_index in the data; not mechanical."),
+          "Merge the duplicates and renumber task_index in the data; not mechanical.",
+          **_manual("duplicate task labels need merging and the data renumbered")),
     Check("T006", "total-tasks", ERROR, "info.json total_tasks differs from the task table.",
           "total_tasks == number of rows of the task table.",
           "total_tasks == 0 makes lerobot skip loading tasks (meta.tasks = None) and crash on the first sample "
           "(pitfalls B3).",
-          "`lrtool repair` recomputes it."),
+          "`lrtool repair` recomputes it.",
+          **_auto("fix_counters", "total_tasks recomputed from the task table")),
     Check("T007", "task-indices", ERROR, "Task indices are not 0..N-1 in row order.",
           "tasks.jsonl / tasks.parquet task_index values equal their row position.",
           "lerobot looks tasks up by position (tasks.iloc[task_index]), OpenTau by value: the two disagree and "
           "samples get the wrong instruction (pitfalls B2).",
-          "Sort and renumber; `lrtool repair` rewrites a v3.0 table that only needs reordering."),
+          "Sort and renumber; `lrtool repair` rewrites a v3.0 table that only needs reordering.",
+          **_auto("fix_tasks", "v3.0 tasks.parquet rows sorted so task_index == row position (mapping unchanged)")),
     # ------------------------------------------------------------------ C: counts and indices
     Check("C001", "total-episodes", ERROR, "info.json total_episodes differs from the episode metadata.",
           "total_episodes == number of episode-metadata rows.",
           "0 makes lerobot skip loading episodes; too large makes it think episodes are missing and try the Hub "
           "(pitfalls B3, C11).",
-          "`lrtool repair` recomputes it from what is on disk."),
+          "`lrtool repair` recomputes it from what is on disk.",
+          **_auto("fix_counters", "total_episodes recomputed from the episode metadata")),
     Check("C002", "total-frames", ERROR, "info.json total_frames differs from the rows on disk.",
           "total_frames == sum of data parquet row counts (footers) == sum of episode lengths.",
           "len(LeRobotDataset) is total_frames, not the row count: too small hides the tail, too large raises "
           "IndexError (lerobot-format §3.2, pitfalls C11).",
-          "`lrtool repair` recomputes it."),
+          "`lrtool repair` recomputes it.",
+          **_auto("fix_counters", "total_frames recomputed from the data files (only when every data file is "
+                                  "readable)")),
     Check("C003", "total-videos-chunks", WARNING, "v2.x total_videos / total_chunks are wrong.",
           "total_videos == episodes x video keys; total_chunks == ceil(total_episodes / chunks_size).",
           "Tools that trust the counters (converters, progress estimates) miscount; the v2.1->v3.0 converter "
           "raises KeyError without them.",
-          "`lrtool repair` recomputes them."),
+          "`lrtool repair` recomputes them.",
+          **_auto("fix_counters", "total_videos / total_chunks recomputed (v2.x)")),
     Check("C004", "episode-indices", ERROR, "Episode indices are not 0..N-1 in metadata order.",
           "episode_index of the metadata rows equals their position (lerobot-format §14 I1); no duplicates.",
           "lerobot indexes episodes by position: the wrong episode's files and offsets are read, or IndexError.",
-          "Renumber the episodes; not mechanical."),
+          "Renumber the episodes; not mechanical.",
+          **_manual("episode indices need renumbering across metadata and data")),
     Check("C005", "episode-length", ERROR, "An episode's length differs from its rows in the data.",
           "v2.x: each episode's parquet has `length` rows. v3.0: each data file has the summed lengths of the "
           "episodes the metadata places in it (and, with --deep, each episode exactly `length` rows).",
           "Episode boundaries shift: delta windows and padding masks cross episodes; check_timestamps_sync "
           "reports large negative diffs (pitfalls C9).",
-          "Fix the episode metadata or the data; not mechanical."),
+          "Fix the episode metadata or the data; not mechanical.",
+          **_manual("episode lengths disagree with the data; which one is right is not mechanical")),
     Check("C006", "index-ranges", ERROR, "v3.0 dataset_from_index / dataset_to_index are not contiguous.",
           "to - from == length; ranges ascending and back to back from 0; the last ends at total_frames "
           "(lerobot-format §14 I2, I3; pitfalls C1-C3).",
           "Padding masks true almost everywhere (#1919) or KeyError in _absolute_to_relative_idx.",
-          "Recompute the ranges from the episode lengths; not applied automatically."),
+          "Recompute the ranges from the episode lengths; not applied automatically.",
+          **_manual("index ranges need recomputing with the data re-checked")),
     Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",
           "meta/episodes.jsonl (v2.x) or meta/episodes/*/*.parquet (v3.0) exists and every row has the "
           "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges).",
           "Loaders cannot locate episodes: FileNotFoundError, KeyError, or a Hub download attempt.",
-          "Restore the metadata; not mechanical."),
+          "Restore the metadata; not mechanical.",
+          **_manual("the episode metadata is missing or malformed")),
     Check("C008", "splits", WARNING, "info.json splits is malformed or out of range.",
           "splits maps names to 'start:end' episode ranges within total_episodes.",
           "Not used by the lerobot loaders, but split-aware tooling reads it.",
-          "`lrtool repair` rewrites {'train': '0:<total_episodes>'}."),
+          "`lrtool repair` rewrites {'train': '0:<total_episodes>'}.",
+          **_auto("fix_counters", "splits set to {'train': '0:<episodes>'} when it names one split")),
     # ------------------------------------------------------------------ D: deep (row level)
     Check("D001", "frame-index", ERROR, "frame_index does not run 0..length-1 within an episode.",
           "Per episode, frame_index is 0, 1, ..., length-1 in row order.",
           "Video lookups and delta windows use frame_index: wrong frames or FrameTimestampError.",
-          "Regenerate frame_index; not mechanical.", deep=True),
+          "Regenerate frame_index; not mechanical.", deep=True,
+          **_manual("frame indices out of sequence need the recording checked")),
     Check("D002", "global-index", ERROR, "The global index column is not contiguous.",
           "index == row position over the files in loader order (v3.0: == dataset_from_index + frame_index).",
           "Without an episode subset delta windows index by absolute index: silently wrong rows (lerobot-format §14 I2).",
-          "Renumber index; not mechanical.", deep=True),
+          "Renumber index; not mechanical.", deep=True,
+          **_manual("a non-contiguous global index needs the data renumbered")),
     Check("D003", "timestamp-sync", ERROR, "timestamp is not frame_index / fps within tolerance.",
           "|timestamp - frame_index / fps| <= tolerance_s (default 1e-4 s, --tolerance-s).",
           "Video frames are looked up by timestamp: FrameTimestampError or torchcodec IndexError at decode time "
           "(pitfalls D1; lerobot v3 no longer checks at load).",
-          "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced; not automatic.", deep=True),
+          "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced; not automatic.", deep=True,
+          **_manual("timestamps that are not frame_index / fps may be real clock times; rewriting them is a "
+                    "judgement")),
     Check("D004", "row-order", ERROR, "Data rows are not ordered by episode.",
           "Each episode's rows are contiguous and episodes ascend in file order, in the file the metadata names.",
           "OpenTau raises RuntimeError (not ordered by ascending episode_index); lerobot reads wrong rows.",
-          "Sort the rows by (episode_index, frame_index); not mechanical.", deep=True),
+          "Sort the rows by (episode_index, frame_index); not mechanical.", deep=True,
+          **_manual("rows out of order need the data re-sorted and re-indexed")),
     Check("D005", "list-lengths", ERROR, "A variable-length list column has rows of the wrong length.",
           "Every row of a list column stored without a fixed size has the declared length.",
           "The cast to the declared fixed length fails on that row: TypeError mid-epoch (pitfalls A4).",
-          "Fix or drop the offending rows; not mechanical.", deep=True),
+          "Fix or drop the offending rows; not mechanical.", deep=True,
+          **_manual("rows of the wrong length cannot be cast without changing data")),
     # ------------------------------------------------------------------ F: files
     Check("F001", "data-file-missing", ERROR, "A data file the metadata references is missing.",
           "Every data parquet implied by the episode metadata and data_path exists.",
           "lerobot sees the episode as not cached and tries to download it from the Hub (lerobot-format §14 I8).",
-          "Re-download the dataset (`lrtool prefetch`)."),
+          "Re-download the dataset (`lrtool prefetch`).",
+          **_manual("a missing data file cannot be recreated")),
     Check("F002", "video-file-missing", ERROR, "A video file the metadata references is missing.",
           "Every mp4 implied by the episode metadata and video_path exists. A dataset whose videos are all missing fails.",
           "Video decode raises FileNotFoundError for the first sample of that episode, or lerobot tries the Hub.",
           "Re-download the videos; if they sit in a neighbouring layout, `lrtool repair` can rewrite video_path "
-          "or move the files (--move-files)."),
+          "or move the files (--move-files).",
+          **_auto("fix_video_path", "video_path rewritten to the neighbouring layout that holds every video, or the "
+                                    "files moved (--move-files)")),
     Check("F003", "orphan-file", ERROR, "A file sits where loaders look but no metadata references it.",
           "Files under data/, meta/episodes/ (v3.0) and videos/ against the set the metadata implies. Orphan "
           "parquet under data/ or meta/episodes/ is an error (loaders glob them); orphan videos are a warning.",
           "The v3 loader globs data/*/*.parquet: stray copies add rows and shift positional indexing "
           "(pitfalls C8); lerobot <= 0.3 loaded everything under data/.",
-          "Delete the stray file, or fix the metadata that should reference it."),
+          "Delete the stray file, or fix the metadata that should reference it.",
+          **_auto("fix_video_path", "unreferenced videos that the repaired video_path (or the moved files) reference")),
     Check("F004", "lfs-pointer", ERROR, "A file is a Git LFS pointer, not the content.",
           "The first bytes of every referenced parquet and mp4 (a few hundred bytes per file).",
           "ArrowInvalid: Could not open Parquet input source (lerobot #2268), or a decode failure.",
-          "Fetch the content: `git lfs pull`, or re-download with lrtool prefetch."),
+          "Fetch the content: `git lfs pull`, or re-download with lrtool prefetch.",
+          **_manual("the file is a Git LFS pointer; its content is not on disk")),
     Check("F005", "error-page", ERROR, "A file is an HTML/XML/JSON error page saved under a data name.",
           "The first bytes of every referenced parquet and mp4.",
           "The reader fails on the first access to that file (often an auth wall or a 429 body saved to disk).",
-          "Re-download; check tokens and rate limits."),
+          "Re-download; check tokens and rate limits.",
+          **_manual("the file is an error page saved under a data name; the content is not on disk")),
     Check("F006", "empty-file", ERROR, "A referenced file is empty (0 bytes).",
           "Size of every referenced parquet and mp4.",
           "ArrowInvalid / decode error on first access.",
-          "Re-download the file."),
+          "Re-download the file.",
+          **_manual("the file is empty; its content is not on disk")),
     Check("F007", "parquet-unreadable", ERROR, "A parquet file has no valid footer or cannot be opened.",
           "Each data parquet footer opens with pyarrow.",
           "`Parquet magic bytes not found in footer`: recording ended without finalize() (pitfalls E1).",
-          "Re-download, or re-record the episode; the data is not recoverable mechanically."),
+          "Re-download, or re-record the episode; the data is not recoverable mechanically.",
+          **_manual("the parquet file has no valid footer; its rows cannot be recovered mechanically")),
     Check("F008", "video-unreadable", ERROR, "A video container header cannot be read.",
           "The mp4 box structure (moov present, boxes within the file) and the PyAV header (no decode).",
           "Decode fails for every sample in that file.",
-          "Re-download or re-encode the file."),
+          "Re-download or re-encode the file.",
+          **_manual("the video container cannot be read")),
     Check("F009", "video-codec-mismatch", WARNING, "A video stream differs from what info.json declares.",
           "Probed codec, pix_fmt, size and fps against features[key].info (video.codec, video.pix_fmt, shape, fps). "
           "The declaration describes episode 0's file only (pitfalls D7).",
           "GPU decode plans and transforms based on the declaration are wrong (e.g. AV1 files declared H.264 "
           "on an H100, whose NVDEC has no AV1).",
-          "`lrtool repair` updates the declaration from the probed stream."),
+          "`lrtool repair` updates the declaration from the probed stream.",
+          **_auto("fix_video_declarations", "video.codec / video.pix_fmt / video.fps / shape taken from the probed "
+                                            "streams when every file agrees")),
     Check("F010", "video-duration", ERROR, "An episode's video segment runs past the end of its mp4.",
           "v3.0: each episode's to_timestamp is within the video duration (half a frame of slack), "
           "and segments of one file are back to back (pitfalls C4, D3, D6).",
           "torchcodec raises IndexError: Invalid frame index, or FrameTimestampError with timestamps far apart.",
-          "Re-encode or re-concatenate the video; not mechanical."),
+          "Re-encode or re-concatenate the video; not mechanical.",
+          **_manual("the video is shorter than its episodes; only re-encoding fixes it")),
     Check("F011", "images-staging", WARNING, "An images/ staging folder is left in a finished dataset.",
           "images/ (PNG staging during recording) is absent or empty.",
           "A sign of an interrupted recording: episodes may be missing frames or videos (pitfalls E1).",
-          "Check the last episodes; delete images/ once the videos are complete."),
+          "Check the last episodes; delete images/ once the videos are complete.",
+          **_manual("staged images of an interrupted recording need a person to check")),
     # ------------------------------------------------------------------ R: row groups
     Check("R001", "row-group-spans-episodes", WARNING, "A row group holds rows of several episodes.",
           "Per row group, episode_index min == max (footer statistics).",
           "`read_row_group(i)` no longer returns one episode: episode-sharded streaming must materialise whole "
           "files (pitfalls E2).",
-          "`lrtool reshard` rewrites one episode per row group."),
+          "`lrtool reshard` rewrites one episode per row group.",
+          **_RESHARD),
     Check("R002", "row-group-oversize", WARNING, "A row group is far above the size limit.",
           "Uncompressed row-group size against 2 x --row-group-mb (default 32 MB).",
           "Readers materialise a whole row group: one giant group per file means every worker holds the whole "
           "file in memory (OOM).",
-          "`lrtool reshard --row-group-mb 32`."),
+          "`lrtool reshard --row-group-mb 32`.",
+          **_RESHARD),
     Check("R003", "page-index-missing", INFO, "A data file has no page index.",
           "Column and offset indexes in the footer (pyarrow write_page_index=True).",
           "Without it, readers cannot skip pages inside a row group for filtered or random reads.",
-          "`lrtool reshard` writes it."),
+          "`lrtool reshard` writes it.",
+          **_RESHARD),
     Check("R004", "uneven-shards", WARNING, "The shard count does not divide evenly across ranks.",
           "With --world-size N: files (the streaming shard unit of datasets) and row groups (the unit after "
           "IterableDataset.reshard()) against N.",
           "datasets' split_dataset_by_node falls back to every rank reading every shard and keeping one example "
           "in N: N times the I/O.",
-          "`lrtool reshard` (one row group per episode) or choose a world size that divides the shard count."),
+          "`lrtool reshard` (one row group per episode) or choose a world size that divides the shard count.",
+          **_RESHARD),
     # ------------------------------------------------------------------ G: statistics
     Check("G001", "stats-missing", WARNING, "meta/stats.json is missing or unreadable.",
           "v3.0 normalises with meta/stats.json (v2.1 aggregates episodes_stats.jsonl instead).",
           "Training without normalisation statistics fails in make_policy or normalises with garbage.",
-          "Recompute the statistics (lerobot `recompute_stats`)."),
+          "Recompute the statistics (lerobot `recompute_stats`).",
+          **_manual("statistics have to be recomputed")),
     Check("G002", "stats-keys", WARNING, "stats.json describes features that are not declared.",
           "Top-level keys of stats.json are declared features.",
           "Stale keys after a feature was renamed or removed; normalisation keyed by name misses the new one.",
-          "Recompute the statistics."),
+          "Recompute the statistics.",
+          **_manual("statistics have to be recomputed")),
     Check("G003", "stats-nonfinite", ERROR, "stats.json holds NaN or infinite values.",
           "Every numeric leaf of stats.json is finite.",
           "One dataset with NaN/Inf poisons the normalisation buffers of a whole mixture (pitfalls G3).",
-          "Recompute the statistics for the feature named."),
+          "Recompute the statistics for the feature named.",
+          **_manual("statistics have to be recomputed")),
 ]
 
 CATALOGUE: dict[str, Check] = {c.id: c for c in _CHECKS}

@@ -1001,7 +1001,9 @@ def finalize(rc: RepairContext) -> None:
 
 
 #: The fixes in the order they run (declarations before casts before counters before metadata), with
-#: the check IDs that trigger each.
+#: the check IDs that trigger each. The catalogue states the same thing per check (``Check.repair ==
+#: "auto"``, ``Check.repair_by`` = the fix's name; a test keeps them in agreement); S007 and F003 are fixed as
+#: consequences of ``fix_dtype`` and ``fix_video_path`` and trigger nothing on their own.
 FIXES: list[tuple[tuple[str, ...], Callable[[RepairContext], None]]] = [
     (("I005",), fix_fps),
     (("I006",), fix_feature_invalid),

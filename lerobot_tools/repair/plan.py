@@ -17,73 +17,17 @@ from lerobot_tools.checks.engine import validate_target
 from lerobot_tools.dataset.model import INFO_PATH, V2_TASKS_PATH, Dataset
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import DatasetError
+from lerobot_tools.findings import Finding
 from lerobot_tools.repair import fixes
 from lerobot_tools.repair.model import (
     Disposition, RepairOptions, RepairPlan, TextChange, Unrepairable,
 )
-from lerobot_tools.findings import Finding
 
-#: check ID -> the repair lrtool applies (README table; ``lrtool repair`` docs).
-REPAIRABLE: dict[str, str] = {
-    "I005": "fps 30.0 -> 30 (an integral float written as the integer)",
-    "I006": "malformed dtype/shape of a non-camera feature taken from its column when every data file agrees",
-    "I007": "names [[...]] flattened when the inner list has one name per element",
-    "S002": "undeclared column declared from its Arrow type (every file agrees), or dropped with --drop-undeclared",
-    "S003": "dtype re-declared from the Arrow schema when every data file stores the same type; otherwise (files "
-            "disagree, or a default feature) the odd files cast to the declared dtype when every value converts "
-            "exactly",
-    "S004": "[1] feature stored as a one-element list cast to a scalar; vector shape re-declared when every file, "
-            "its names and stats agree",
-    "S005": "variable-length list cast to fixed_size_list[N] after every row is checked to hold N elements",
-    "S006": "`huggingface` schema metadata rebuilt from info.json as datasets writes it",
-    "S007": "files that differ only in a column's element type cast to the declared dtype (as S003)",
-    "T002": "task labels referenced by episodes appended to tasks.jsonl / tasks.parquet with new indices",
-    "T004": "tasks.parquet rewritten in the pandas-index form (index 'task', column task_index), same mapping",
-    "T006": "total_tasks recomputed from the task table",
-    "T007": "v3.0 tasks.parquet rows sorted so task_index == row position (mapping unchanged)",
-    "C001": "total_episodes recomputed from the episode metadata",
-    "C002": "total_frames recomputed from the data files (only when every data file is readable)",
-    "C003": "total_videos / total_chunks recomputed (v2.x)",
-    "C008": "splits set to {'train': '0:<episodes>'} when it names one split",
-    "F002": "video_path rewritten to the neighbouring layout that holds every video, or the files moved "
-            "(--move-files)",
-    "F003": "unreferenced videos that the repaired video_path (or the moved files) reference",
-    "F009": "video.codec / video.pix_fmt / video.fps / shape taken from the probed streams when every file agrees",
-}
+#: check ID -> the repair lrtool applies, from the catalogue (``Check.repair == "auto"``, ``repair_note``).
+REPAIRABLE: dict[str, str] = {c.id: c.repair_note for c in catalogue.CATALOGUE.values() if c.repair == catalogue.AUTO}
 
 #: Repairs that need info.json only (they run even when the layout is unknown).
 INFO_ONLY = {"I005", "I007"}
-
-#: Why checks outside :data:`REPAIRABLE` are left alone (the catalogue ``fix`` says what to do).
-NOT_MECHANICAL: dict[str, str] = {
-    "F001": "a missing data file cannot be recreated",
-    "F004": "the file is a Git LFS pointer; its content is not on disk",
-    "F005": "the file is an error page saved under a data name; the content is not on disk",
-    "F006": "the file is empty; its content is not on disk",
-    "F007": "the parquet file has no valid footer; its rows cannot be recovered mechanically",
-    "F008": "the video container cannot be read",
-    "F010": "the video is shorter than its episodes; only re-encoding fixes it",
-    "F011": "staged images of an interrupted recording need a person to check",
-    "D001": "frame indices out of sequence need the recording checked",
-    "D002": "a non-contiguous global index needs the data renumbered",
-    "D003": "timestamps that are not frame_index / fps may be real clock times; rewriting them is a judgement",
-    "D004": "rows out of order need the data re-sorted and re-indexed",
-    "D005": "rows of the wrong length cannot be cast without changing data",
-    "S001": "a declared column absent from the data cannot be backfilled",
-    "C004": "episode indices need renumbering across metadata and data",
-    "C005": "episode lengths disagree with the data; which one is right is not mechanical",
-    "C006": "index ranges need recomputing with the data re-checked",
-    "C007": "the episode metadata is missing or malformed",
-    "T001": "the task table is missing or malformed",
-    "T003": "data rows point at tasks that do not exist",
-    "T005": "duplicate task labels need merging and the data renumbered",
-    "I001": "not a LeRobot dataset",
-    "I002": "meta/info.json is not valid JSON",
-    "I008": "the path template needs a person (repair only rewrites video_path to a layout that holds the files)",
-    "G001": "statistics have to be recomputed",
-    "G002": "statistics have to be recomputed",
-    "G003": "statistics have to be recomputed",
-}
 
 
 def _hub_cache_root(root: Path) -> bool:
@@ -259,15 +203,14 @@ def _dispositions(findings: list[Finding], repairs, unrepairable: list[Unrepaira
 
 
 def _default_reason(check: str) -> str:
-    if check.startswith("R"):
-        return "row-group layout is rewritten by `lrtool reshard`, not by repair"
-    if check.startswith("M"):
-        return "a mixture or target problem, not a problem of the dataset's files"
-    if check in NOT_MECHANICAL:
-        return NOT_MECHANICAL[check]
-    if check in REPAIRABLE:
+    """Why a finding no repair covers is left alone: the catalogue's note, or, for a check repair fixes
+    mechanically in general, that no safe change was found this time."""
+    c = catalogue.CATALOGUE.get(check)
+    if c is None:
+        return "not mechanical"
+    if c.repair == catalogue.AUTO:
         return "no change found that fixes it without guessing"
-    return "not mechanical"
+    return c.repair_note or "not mechanical"
 
 
 def _todo(check: str) -> str:
