@@ -14,8 +14,9 @@ Files written through ``datasets`` also carry the parquet key-value metadata ``h
   (:func:`compare_feature`, the rule of checks S002-S005, which repair casts by);
 * which columns drift from their declaration (:func:`drifted_columns`);
 * what one ``huggingface`` metadata entry describes (:func:`hf_dtype_shape`), whether it agrees with a
-  declaration (:func:`hf_entry_agrees`), and everything wrong with a file's metadata
-  (:func:`hf_metadata_problems`, the rule of check S006, which repair rewrites by).
+  declaration (:func:`hf_entry_agrees`) and with the stored type (:func:`hf_entry_fits_type`), and
+  everything wrong with a file's metadata (:func:`hf_metadata_problems`, the rule of check S006, which repair
+  rewrites by).
 
 pyarrow is imported inside the functions that need it.
 """
@@ -243,6 +244,28 @@ def hf_entry_agrees(feat: dict | None, entry: Any) -> bool:
     if not isinstance(feat, dict):
         return entry is not None
     return _hf_disagreement(feat, entry) is None
+
+
+def hf_entry_fits_type(entry: Any, t: Any) -> bool:
+    """True when a metadata ``entry``'s list-ness matches the Arrow type ``t`` (a ``List`` entry for a scalar
+    column is stale; a fixed list's entry carries its length, as datasets writes it)."""
+    import pyarrow as pa
+
+    if isinstance(t, pa.ExtensionType):
+        t = t.storage_type
+    is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+    if not isinstance(entry, dict):
+        return False
+    kind = entry.get("_type")
+    if kind == "Value":
+        return not is_list and not pa.types.is_struct(t)
+    if kind in ("List", "Sequence", "LargeList"):
+        if not is_list:
+            return False
+        if pa.types.is_fixed_size_list(t):
+            return entry.get("length") == t.list_size  # datasets writes the length of a fixed list
+        return True
+    return True
 
 
 def parse_hf_metadata(raw: bytes | str | None) -> dict | None:

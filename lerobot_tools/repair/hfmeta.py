@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lerobot_tools.dataset.features import hf_entry_agrees, value_dtype
+from lerobot_tools.dataset.features import hf_entry_agrees, hf_entry_fits_type, value_dtype
 
 
 def arrow_feature_json(t: Any) -> Any:
@@ -69,34 +69,13 @@ def rebuild_features(feats: dict, schema: Any, old: dict | None, drifted: set[st
         feat = feats.get(f.name)
         prev = (old or {}).get(f.name)
         if f.name in drifted:
-            out[f.name] = prev if prev is not None and same_kind(prev, f.type) else arrow_feature_json(f.type)
+            out[f.name] = prev if prev is not None and hf_entry_fits_type(prev, f.type) else arrow_feature_json(f.type)
             continue
-        if prev is not None and hf_entry_agrees(feat, prev) and same_kind(prev, f.type):
+        if prev is not None and hf_entry_agrees(feat, prev) and hf_entry_fits_type(prev, f.type):
             out[f.name] = prev
         else:
             out[f.name] = declared_feature_json(feat, f.type)
     return out
-
-
-def same_kind(entry: Any, t: Any) -> bool:
-    """The entry's list-ness matches the Arrow type (a List entry for a scalar column is stale)."""
-    import pyarrow as pa
-
-    if isinstance(t, pa.ExtensionType):
-        t = t.storage_type
-    is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-    if not isinstance(entry, dict):
-        return False
-    kind = entry.get("_type")
-    if kind == "Value":
-        return not is_list and not pa.types.is_struct(t)
-    if kind in ("List", "Sequence", "LargeList"):
-        if not is_list:
-            return False
-        if pa.types.is_fixed_size_list(t):
-            return entry.get("length") == t.list_size  # datasets writes the length of a fixed list
-        return True
-    return True
 
 
 def dump(doc: dict) -> bytes:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import copy
 
-from lerobot_tools.dataset.features import drifted_columns, hf_entry_agrees, hf_metadata_problems, parse_hf_metadata
+from lerobot_tools.dataset.features import (
+    drifted_columns, hf_entry_agrees, hf_entry_fits_type, hf_metadata_problems, parse_hf_metadata,
+)
 from lerobot_tools.repair import hfmeta
 from lerobot_tools.repair.fixes.context import RepairContext, files_text
 from lerobot_tools.repair.model import ParquetChange
@@ -69,7 +71,7 @@ def finalize(rc: RepairContext) -> None:
             feat = rc.feats.get(name)
             if entry is None and not isinstance(feat, dict):
                 continue
-            if entry is None or not hf_entry_agrees(feat, entry) or not hfmeta.same_kind(entry, field_type):
+            if entry is None or not hf_entry_agrees(feat, entry) or not hf_entry_fits_type(entry, field_type):
                 feats[name] = hfmeta.declared_feature_json(feat if name not in drifted else None, field_type)
                 checks.add(check)
         if feats != old:
