@@ -49,14 +49,17 @@ def read_baseline(path: Path) -> set[str]:
     """Fingerprints recorded in a baseline file.
 
     Raises:
-        UsageError: the file is missing or not a baseline written by ``--write-baseline``.
+        UsageError: the file is missing, not a regular file of at most 64 MiB, not JSON, or not a baseline written
+            by ``--write-baseline``.
     """
+    from lerobot_tools._io import load_json_file
+
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = load_json_file(path, error=UsageError)
     except FileNotFoundError:
         raise UsageError("baseline file not found", path) from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"baseline file cannot be read ({exc})", path) from None
+    except OSError as exc:
+        raise UsageError(f"baseline file cannot be read ({exc.strerror or exc})", path) from None
     if not isinstance(doc, dict) or doc.get("lrtool_baseline") != 1 or not isinstance(doc.get("findings"), list):
         raise UsageError("not an lrtool baseline file (written by --write-baseline)", path)
     return {e["fingerprint"] for e in doc["findings"] if isinstance(e, dict) and "fingerprint" in e}

@@ -9,6 +9,7 @@ Library entry points behind ``lrtool validate``:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Iterable
 
@@ -16,6 +17,7 @@ from lerobot_tools.checks.context import ValidateOptions
 from lerobot_tools.checks.engine import validate_target
 from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.targets import Target, resolve_targets
+from lerobot_tools.errors import UsageError
 from lerobot_tools.findings import DatasetReport, Finding, NotChecked
 from lerobot_tools.report import fingerprint, read_baseline, write_baseline
 
@@ -38,6 +40,20 @@ def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:
     return validate_one(*args)
 
 
+def check_options(options: ValidateOptions) -> None:
+    """Refuse option values that would silently disable a check (a NaN tolerance compares false with everything).
+
+    Raises:
+        UsageError: ``tolerance_s`` or ``row_group_mb`` is not a finite number >= 0 (> 0 for ``row_group_mb``).
+    """
+    for name, value, positive in (("tolerance_s", options.tolerance_s, False), ("row_group_mb", options.row_group_mb, True)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+            and (value > 0 if positive else value >= 0)
+        if not ok:
+            raise UsageError(f"--{name.replace('_', '-')} must be a finite number {'>' if positive else '>='} 0, "
+                             f"got {value!r}")
+
+
 def validate_resolved(targets: list[Target], options: ValidateOptions | None = None, *, jobs: int = 1,
                       progress: bool | None = None) -> list[DatasetReport]:
     """Validate resolved targets, in order, optionally in ``jobs`` worker processes.
@@ -47,10 +63,14 @@ def validate_resolved(targets: list[Target], options: ValidateOptions | None = N
         options: check options.
         jobs: worker processes (1 = in this process; 0 = one per CPU).
         progress: show a tqdm bar on stderr (None = only for several targets on a terminal).
+
+    Raises:
+        UsageError: an option that is not a finite number in range (:func:`check_options`).
     """
     from lerobot_tools._parallel import map_ordered
 
     options = options or ValidateOptions()
+    check_options(options)
     return map_ordered(_validate_one, [(t, options) for t in targets], jobs=jobs, desc="validate", progress=progress)
 
 

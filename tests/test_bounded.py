@@ -42,6 +42,10 @@ def lrtool(*args: str, timeout: float = 60, mem_mb: int = 2048) -> subprocess.Co
 
 
 def one_line_error(res: subprocess.CompletedProcess | object) -> None:
+    """No traceback, no internal error: only lrtool's own one-line errors (CliRunner results: no exception
+    escaped the command)."""
+    exc = getattr(res, "exception", None)
+    assert exc is None or isinstance(exc, SystemExit), repr(exc)
     out = getattr(res, "stderr", "") + getattr(res, "stdout", getattr(res, "output", ""))
     assert "Traceback" not in out and "RecursionError" not in out and "please report" not in out, out
 
@@ -212,3 +216,46 @@ def test_read_json_refuses_fifo_quickly(tmp_path, alarm):
     os.mkfifo(tmp_path / "info.json")
     with pytest.raises(DatasetError, match="FIFO"):
         read_json(tmp_path / "info.json", "meta/info.json")
+
+
+# ---------------------------------------------------------------------- non-finite and absurd numbers
+@pytest.mark.parametrize("layout", [CLEAN, CLEAN_V30], ids=["v21", "v30"])
+@pytest.mark.parametrize("fps", ["NaN", "Infinity", "-Infinity", "1e308", "1e400", "1" + "0" * 400])
+def test_absurd_fps_is_a_finding_in_every_command(tmp_path, layout, fps):
+    root = tmp_path / "ds"
+    shutil.copytree(layout, root)
+    info = json.loads((root / "meta" / "info.json").read_text())
+    info["fps"] = "FPS"
+    (root / "meta" / "info.json").write_text(json.dumps(info).replace('"FPS"', fps))
+    res = CliRunner().invoke(cli, ["validate", str(root), "--deep", "--format", "json"])
+    one_line_error(res)
+    assert res.exit_code == 1, res.output
+    found = {f["check"]: f for f in json.loads(res.output)["datasets"][0]["findings"]}
+    assert found["I005"]["severity"] == "error" and "M001" not in found, found
+    for argv in (["reshard", "--dry-run"], ["repair", "--dry-run"], ["diagnose-decode", "--frames", "0"]):
+        res = CliRunner().invoke(cli, [*argv, str(root)])
+        one_line_error(res)
+        assert res.exit_code in (0, 1, 2), (argv, res.output)
+
+
+@pytest.mark.parametrize("argv", [
+    ["validate", "{ds}", "--tolerance-s"], ["validate", "{ds}", "--row-group-mb"], ["reshard", "{ds}", "--row-group-mb"],
+    ["diagnose-decode", "{ds}", "--target-fps"], ["smoke", "{ds}", "--tolerance-s"],
+    ["prefetch", "{mix}", "--max-wait-s"], ["repair", "{ds}", "--lock-timeout"],
+])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1"])
+def test_non_finite_or_negative_option_is_a_usage_error(tmp_path, argv, value):
+    mix = tmp_path / "m.txt"
+    mix.write_text("org/ds\n")
+    args = [a.format(ds=CLEAN, mix=mix) for a in argv] + [value]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2, (args, res.output)
+    assert "Traceback" not in res.output and argv[-1] in res.output
+
+
+def test_library_refuses_a_nan_tolerance_instead_of_disabling_d003():
+    from lerobot_tools.checks.context import ValidateOptions
+    from lerobot_tools.validate import validate
+
+    with pytest.raises(UsageError, match="tolerance-s"):
+        validate([str(CLEAN)], ValidateOptions(deep=True, tolerance_s=float("nan")))

@@ -652,10 +652,11 @@ def _check_after_kill(root: Path, src_hashes: dict, src_tables: dict) -> tuple[i
         assert_episode_aligned(p)  # a replaced file is complete, never half written
         assert pq.read_table(p).equals(table), rel
         n_new += 1
-    # nothing but the data files changed; the only extra files are lrtool temps
+    # nothing but the data files changed; the only extra files are lrtool temps and the (empty, unlocked) lock file
+    # of the killed run, which the next run removes
     now = tree_hash(root)
     temps = sorted(k for k in now if Path(k).name.startswith(TMP_PREFIX))
-    assert set(now) - set(temps) == set(src_hashes)
+    assert set(now) - set(temps) - {".lrtool/lock"} == set(src_hashes)
     for k in src_hashes:
         if k not in src_tables:
             assert now[k] == src_hashes[k]
@@ -671,6 +672,7 @@ def _rerun_completes(root: Path, temps: list[str], src_tables: dict) -> None:
         assert_episode_aligned(root / rel)
         assert pq.read_table(root / rel).equals(table)
     assert not [p for p in root.rglob(f"{TMP_PREFIX}*")]
+    assert not (root / ".lrtool").exists()
 
 
 def test_sigkill_at_any_moment_never_loses_data(tmp_path, kill_source):

@@ -7,12 +7,13 @@ pitfalls A8-A11.
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from importlib import resources
 
 from lerobot_tools.checks.context import CheckContext, StopChecks
 from lerobot_tools.dataset import templates as tpl
-from lerobot_tools.dataset.model import DEFAULT_FEATURES, INFO_PATH, KNOWN_VERSIONS
+from lerobot_tools.dataset.model import DEFAULT_FEATURES, INFO_PATH, KNOWN_VERSIONS, MAX_FPS, valid_fps
 from lerobot_tools.findings import INFO
 
 NUMERIC_DTYPES = {
@@ -131,6 +132,14 @@ def run(ctx: CheckContext) -> None:
     if isinstance(fps, bool) or not isinstance(fps, (int, float)):
         if fps is not None:
             ctx.emit("I005", f"fps {fps!r} is not a number", INFO_PATH, key="fps")
+    elif isinstance(fps, float) and not math.isfinite(fps):
+        ctx.emit("I005", f"fps {fps!r} is not a finite number (lerobot computes frame times with it)", INFO_PATH,
+                 key="fps")
+    elif fps > 0 and valid_fps(fps) is None:
+        text = f"{fps:.3g}" if isinstance(fps, float) else str(fps)
+        shown = text if len(text) <= 15 else f"{text[:12]}… ({len(text)} digits)"
+        ctx.emit("I005", f"fps {shown} is not a plausible frame rate (more than {MAX_FPS} frames per second)",
+                 INFO_PATH, key="fps")
     elif fps <= 0:
         ctx.emit("I005", f"fps {fps!r} must be > 0 (lerobot raises ValueError)", INFO_PATH, key="fps")
     elif isinstance(fps, float):

@@ -104,7 +104,7 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
     ds = ctx.dataset
     fps = ds.fps
     if not fps:
-        ctx.skip("F010", "fps is not a positive number")
+        ctx.skip("F010", "info.json fps is not a valid frame rate")
         return
     half = 0.5 / fps
     tol = ctx.options.tolerance_s

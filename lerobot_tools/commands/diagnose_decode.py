@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from lerobot_tools.commands._common import fail, format_option, jobs_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option, jobs_option
 from lerobot_tools.errors import LrtoolError
 
 
@@ -24,7 +24,7 @@ from lerobot_tools.errors import LrtoolError
 @click.option("--all-files", is_flag=True, help="Read the decoder header of every video file, not the first per video feature.")
 @click.option("--frames", type=click.IntRange(min=0), default=8, show_default=True, metavar="K",
               help="Frames decoded per stream group at random (seeded) positions; 0 = no decode test.")
-@click.option("--target-fps", type=click.FloatRange(min=0, min_open=True), default=1000.0, show_default=True,
+@click.option("--target-fps", type=FiniteFloatRange(min=0, min_open=True), default=1000.0, show_default=True,
               help="Random frames/s the CPU worker estimate is for.")
 @format_option
 @jobs_option

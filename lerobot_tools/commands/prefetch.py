@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from lerobot_tools.commands._common import fail, format_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option
 
 
 @click.command()
@@ -32,13 +32,13 @@ from lerobot_tools.commands._common import fail, format_option
 @click.option("--resolve-requests", type=click.IntRange(min=1), default=None,
               help="Requests per window for the Hub's \"resolvers\" bucket (file downloads). "
                    "Default 3000 anonymous, 5000 with a token, or what the server advertises.")
-@click.option("--window-s", type=click.FloatRange(min=0, min_open=True, max=86400), default=300.0, show_default=True,
+@click.option("--window-s", type=FiniteFloatRange(min=0, min_open=True, max=86400), default=300.0, show_default=True,
               help="Length of the rate-limit window of those quotas, in seconds (the Hub's is 5 minutes).")
-@click.option("--budget-fraction", type=click.FloatRange(min=0, min_open=True, max=1), default=1.0,
+@click.option("--budget-fraction", type=FiniteFloatRange(min=0, min_open=True, max=1), default=1.0,
               show_default=True,
               help="Share of every bucket this process takes, e.g. 0.25 when 4 processes prefetch at once "
                    "from one address or token.")
-@click.option("--max-wait-s", type=click.FloatRange(min=0, max=7 * 86400), default=900.0, show_default=True,
+@click.option("--max-wait-s", type=FiniteFloatRange(min=0, max=7 * 86400), default=900.0, show_default=True,
               help="Longest one request may wait for rate limits and retries; a server asking for more "
                    "makes that request fail with a clear message.")
 @format_option

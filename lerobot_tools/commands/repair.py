@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from lerobot_tools.commands._common import fail, format_option
+from lerobot_tools.commands._common import fail, format_option, lock_timeout_option
 
 
 @click.command()
@@ -23,7 +23,8 @@ from lerobot_tools.commands._common import fail, format_option
 @click.option("--undo", is_flag=True, help="Restore the latest backup byte for byte (and remove files the repair "
               "created), then delete that backup.")
 @format_option
-def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt):
+@lock_timeout_option
+def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt, lock_timeout):
     """Fix mechanically what validate finds: diff first, backup, --undo.
 
     TARGET is a dataset folder, a repo id found in $HF_LEROBOT_HOME, or a mixture file (as for validate).
@@ -54,11 +55,13 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt):
         fail(str(exc))
     unique = [t for t, dup in zip(resolved, duplicate_of(resolved)) if dup is None]
     named = {p.strip().upper() for item in only for p in item.split(",")} & (sel or set())
-    options = RepairOptions(only=sel, drop_undeclared=drop_undeclared, move_files=move_files, named=named)
+    options = RepairOptions(only=sel, drop_undeclared=drop_undeclared, move_files=move_files, named=named,
+                            lock_timeout=lock_timeout)
     docs, status = [], 0
     for t in unique:
         try:
-            res = run_undo(t, dry_run=dry_run) if undo else repair_target(t, options, dry_run=dry_run)
+            res = run_undo(t, dry_run=dry_run, lock_timeout=lock_timeout) if undo else \
+                repair_target(t, options, dry_run=dry_run)
         except (LrtoolError, OSError) as exc:
             fail(f"{t.spec}: {exc}")
         status = max(status, res.status)

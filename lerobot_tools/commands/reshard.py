@@ -6,13 +6,13 @@ import sys
 
 import click
 
-from lerobot_tools.commands._common import fail, format_option, jobs_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option, jobs_option, lock_timeout_option
 from lerobot_tools.errors import LrtoolError
 
 
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
-@click.option("--row-group-mb", type=click.FloatRange(min=0, min_open=True), default=32.0, show_default=True,
+@click.option("--row-group-mb", type=FiniteFloatRange(min=0, min_open=True), default=32.0, show_default=True,
               help="Row-group size limit (MiB, uncompressed); larger episodes are split into consecutive groups.")
 @click.option("--compression", type=click.Choice(["keep", "zstd", "snappy"]), default="keep", show_default=True,
               help="keep = the codec each column already uses.")
@@ -22,7 +22,8 @@ from lerobot_tools.errors import LrtoolError
               help="Report whether the resulting shard count divides evenly across N ranks.")
 @format_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on a terminal).")
-def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, progress):
+@lock_timeout_option
+def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, progress, lock_timeout):
     """Rewrite data parquet into page-indexed row groups, one episode per row group.
 
     TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches, or a
@@ -39,7 +40,7 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
     from lerobot_tools.reshard import reshard as run_reshard
 
     options = ReshardOptions(row_group_mb=row_group_mb, compression=compression, dry_run=dry_run,
-                             world_size=world_size)
+                             world_size=world_size, lock_timeout=lock_timeout)
     try:
         run = run_reshard(targets, options, jobs=jobs, progress=progress)
     except LrtoolError as exc:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from lerobot_tools.commands._common import fail, format_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option
 from lerobot_tools.errors import LrtoolError
 
 
@@ -26,7 +26,7 @@ from lerobot_tools.errors import LrtoolError
               help="Episodes the stream interleaves.")
 @click.option("--epoch-max-frames", type=click.IntRange(min=0), default=20_000, show_default=True,
               help="Read a full epoch (every frame exactly once) only on datasets up to this many frames.")
-@click.option("--tolerance-s", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+@click.option("--tolerance-s", type=FiniteFloatRange(min=0), default=1e-4, show_default=True,
               help="Allowed |query - frame pts| in seconds when decoding video.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="datasets Arrow cache folder (default: the datasets default, $HF_DATASETS_CACHE).")

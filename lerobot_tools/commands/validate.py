@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from lerobot_tools.commands._common import fail, format_option, jobs_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option, jobs_option
 from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
@@ -19,9 +19,9 @@ from lerobot_tools.errors import LrtoolError
 @click.option("--select", multiple=True, metavar="IDS", help="Only these check IDs or prefixes (e.g. S,T002). Repeatable.")
 @click.option("--ignore", multiple=True, metavar="IDS", help="Never report these check IDs or prefixes. Repeatable.")
 @jobs_option
-@click.option("--tolerance-s", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+@click.option("--tolerance-s", type=FiniteFloatRange(min=0), default=1e-4, show_default=True,
               help="Allowed |timestamp - frame_index/fps| in seconds (--deep).")
-@click.option("--row-group-mb", type=click.FloatRange(min=0.001), default=32.0, show_default=True,
+@click.option("--row-group-mb", type=FiniteFloatRange(min=0.001), default=32.0, show_default=True,
               help="Row-group size limit; groups above twice this are reported (R002).")
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="Check the shard count divides across N ranks (R004).")
 @click.option("--all-videos", is_flag=True, help="Read the decoder header of every video, not the first per video key.")

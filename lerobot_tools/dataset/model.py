@@ -47,6 +47,22 @@ class NotADatasetError(DatasetError):
     """The folder is not a LeRobot dataset at all: it is not a folder, or it has no ``meta/info.json``."""
 
 
+MAX_FPS = 100_000
+"""Highest ``fps`` taken as a frame rate. Camera and control rates of robot datasets are 1-1000 Hz; a larger value
+(``1e308``) is a corrupt info.json, and computing frame grids or durations with it overflows."""
+
+
+def valid_fps(value: object) -> float | None:
+    """``value`` as a float frame rate when it is a finite number in ``(0, MAX_FPS]``, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        f = float(value)
+    except OverflowError:  # a JSON integer with hundreds of digits
+        return None
+    return f if math.isfinite(f) and 0 < f <= MAX_FPS else None
+
+
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?([._-]?[0-9A-Za-z.]*)?$")
 
 
@@ -261,10 +277,9 @@ class Dataset:
 
     @property
     def fps(self) -> float | None:
-        f = self.info.get("fps")
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or f <= 0:
-            return None
-        return float(f)
+        """``fps`` as a float, or None when it is not a frame rate (not a number, not finite, <= 0, or above
+        :data:`MAX_FPS`): every check and loader that divides by fps then skips, and I005 says why."""
+        return valid_fps(self.info.get("fps"))
 
     @property
     def features(self) -> dict[str, dict]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import time
@@ -288,8 +289,9 @@ def diagnose(target_args: list[str], options: DiagnoseOptions | None = None, *, 
     kind, index = parse_device(options.device)
     if options.frames < 0:
         raise UsageError("--frames must be >= 0")
-    if not options.target_fps or options.target_fps <= 0:
-        raise UsageError("--target-fps must be > 0")
+    if not (isinstance(options.target_fps, (int, float)) and math.isfinite(options.target_fps)
+            and options.target_fps > 0):
+        raise UsageError(f"--target-fps must be a finite number > 0, got {options.target_fps!r}")
     spec = lookup_gpu(options.gpu) if options.gpu else None
     targets = resolve_targets(list(target_args))
     t0 = time.perf_counter()

@@ -18,8 +18,10 @@ Modules: :mod:`.plan` (validate, map findings to repairs), :mod:`.fixes` (one fu
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
+from lerobot_tools._lock import dataset_lock
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import LrtoolError
 from lerobot_tools.repair.apply import RepairResult, UndoResult, apply_plan, prepare, undo
@@ -44,12 +46,24 @@ def repair_target(target: Target, options: RepairOptions | None = None, *, dry_r
         The :class:`RepairResult` (``.status`` is the exit status for this dataset).
 
     A backup that cannot be written (read-only folder, disk full) gives ``plan.cannot_run`` (exit status 2);
-    nothing in the dataset has changed then.
+    nothing in the dataset has changed then. A real run holds the dataset's write lock
+    (:func:`lerobot_tools._lock.dataset_lock`) from before the cleanup to the last write; another lrtool run
+    still writing the dataset after ``options.lock_timeout`` seconds gives ``plan.cannot_run``.
     """
-    from lerobot_tools.repair import backup
-
     options = options or RepairOptions()
     reason = cannot_run_reason(target)
+    with contextlib.ExitStack() as lock:
+        if reason is None and not dry_run and (Path(target.root) / "meta" / "info.json").is_file():
+            try:
+                lock.enter_context(dataset_lock(target.root, timeout=options.lock_timeout, what="repairing"))
+            except LrtoolError as exc:
+                reason = str(exc)
+        return _repair_locked(target, options, dry_run, reason)
+
+
+def _repair_locked(target: Target, options: RepairOptions, dry_run: bool, reason: str | None) -> RepairResult:
+    from lerobot_tools.repair import backup
+
     if reason is None:
         root = Path(target.root)
         try:

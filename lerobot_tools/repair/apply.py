@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lerobot_tools._io import atomic_path, clean_stale_temps, fsync_dir
+from lerobot_tools._lock import dataset_lock
 from lerobot_tools.checks.engine import validate_target
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import LrtoolError
@@ -306,20 +307,33 @@ class UndoResult:
         return 1 if self.error else 0
 
 
-def undo(target: Target, *, dry_run: bool = False) -> UndoResult:
+def undo(target: Target, *, dry_run: bool = False, lock_timeout: float = 60.0) -> UndoResult:
     """Restore the latest backup of ``target`` byte for byte (``lrtool repair --undo``), then delete it.
 
     Files changed by hand since the repair make the undo refuse (their originals stay in the backup). A run
     killed mid-repair is undone unconditionally; a run killed while writing its backup changed nothing, and its
     incomplete backup is removed (an undo with nothing else to restore then succeeds). Undoing again restores the
     backup before that one. A manifest or backup that fails :func:`lerobot_tools.repair.backup.read_manifest` /
-    :func:`~lerobot_tools.repair.backup.verify_backup` is refused before anything is touched.
+    :func:`~lerobot_tools.repair.backup.verify_backup` is refused before anything is touched. A real undo holds
+    the dataset's write lock (:func:`lerobot_tools._lock.dataset_lock`, waiting up to ``lock_timeout`` seconds
+    for another lrtool run writing it).
     """
     res = UndoResult(target.spec, str(target.root) if target.root else None, dry_run=dry_run)
     if target.error or target.root is None:
         res.cannot_run = target.error or "the target could not be resolved"
         return res
     root = Path(target.root)
+    if dry_run or not (root / "meta" / "info.json").is_file():
+        return _undo_locked(res, root, dry_run)
+    try:
+        with dataset_lock(root, timeout=lock_timeout, what="undoing a repair"):
+            return _undo_locked(res, root, dry_run)
+    except LrtoolError as exc:  # DatasetLocked, or .lrtool/ is a symlink
+        res.cannot_run = str(exc)
+        return res
+
+
+def _undo_locked(res: UndoResult, root: Path, dry_run: bool) -> UndoResult:
     try:
         res.partial = [p.relative_to(root).as_posix() for p in backup.partial_backups(root)]
         bdir = backup.latest(root)

@@ -40,6 +40,8 @@ class RepairOptions:
         named: check IDs written in full in ``--only`` (not reached through a prefix): the explicit request
             needed to rewrite a form upstream lerobot's writer produces (:data:`WRITER_FORMS`). None (library
             use) means ``only`` itself.
+        lock_timeout: seconds to wait for another lrtool run writing the same dataset
+            (:func:`lerobot_tools._lock.dataset_lock`) before refusing.
     """
 
     only: set[str] | None = None
@@ -47,6 +49,7 @@ class RepairOptions:
     move_files: bool = False
     tolerance_s: float = 1e-4
     named: set[str] | None = None
+    lock_timeout: float = 60.0
 
     def validate_options(self):
         """The :class:`~lerobot_tools.checks.context.ValidateOptions` repair validates with: ``deep`` (row-level

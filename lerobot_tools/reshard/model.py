@@ -71,6 +71,8 @@ class ReshardOptions:
         dry_run: plan and report, write nothing (stale temporary files are listed, not removed).
         world_size: report whether the resulting shard count divides across this many ranks.
         verify: compare the new file with the original before replacing it (always on in the CLI).
+        lock_timeout: seconds to wait for another lrtool run writing the same dataset
+            (:func:`lerobot_tools._lock.dataset_lock`); then that dataset fails with a one-line error.
     """
 
     row_group_mb: float = 32.0
@@ -78,6 +80,7 @@ class ReshardOptions:
     dry_run: bool = False
     world_size: int | None = None
     verify: bool = True
+    lock_timeout: float = 60.0
 
     def check(self) -> None:
         """Raise :class:`~lerobot_tools.errors.UsageError` for values that cannot work."""
@@ -89,6 +92,8 @@ class ReshardOptions:
             raise UsageError(f"--compression must be one of {', '.join(COMPRESSIONS)}, got {self.compression!r}")
         if self.world_size is not None and self.world_size < 1:
             raise UsageError(f"--world-size must be >= 1, got {self.world_size!r}")
+        if not (self.lock_timeout >= 0 and math.isfinite(self.lock_timeout)):
+            raise UsageError(f"--lock-timeout must be a finite number >= 0, got {self.lock_timeout!r}")
 
     @property
     def limit_bytes(self) -> int:

@@ -3,6 +3,7 @@ progress (:func:`reshard`, :func:`reshard_resolved`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from lerobot_tools import _io
+from lerobot_tools._lock import dataset_lock
 from lerobot_tools._parallel import map_ordered
 from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.errors import DatasetError, LrtoolError, one_line
@@ -43,8 +45,14 @@ def _worker_failed(w: _Work, exc: BaseException) -> FileResult:
                       error=f"worker process failed ({one_line(exc, typed=True)}); original left untouched")
 
 
-def _prepare(target, options: ReshardOptions) -> tuple[DatasetResult, list[tuple[str, str, list[int]]]]:
-    """Open one target; return its result shell and its data files ``(abs path, relpath, episodes)``."""
+def _prepare(target, options: ReshardOptions, locks: contextlib.ExitStack | None = None
+             ) -> tuple[DatasetResult, list[tuple[str, str, list[int]]]]:
+    """Open one target; return its result shell and its data files ``(abs path, relpath, episodes)``.
+
+    Unless ``options.dry_run``, the dataset's write lock (:func:`lerobot_tools._lock.dataset_lock`) is taken on
+    ``locks`` before the file list is read and stale temporary files are removed; a dataset another run is
+    writing fails with a one-line error after ``options.lock_timeout`` seconds.
+    """
     from lerobot_tools.dataset.model import Dataset
 
     dres = DatasetResult(target=target.spec, root=str(target.root) if target.root else None)
@@ -57,6 +65,9 @@ def _prepare(target, options: ReshardOptions) -> tuple[DatasetResult, list[tuple
         dres.notes.append("hub snapshot cache: rewritten files replace their symlinks; the blobs are not modified")
     try:
         ds = Dataset(target.root)
+        if locks is not None and not options.dry_run:
+            locks.enter_context(dataset_lock(target.root, timeout=options.lock_timeout, what="resharding"))
+            ds = Dataset(target.root)  # re-read under the lock: another writer may just have changed it
         dres.codebase_version = ds.codebase_version
         if ds.layout is None:
             raise DatasetError(f"unknown codebase_version {ds.codebase_version!r}", "meta/info.json")
@@ -76,9 +87,10 @@ def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jo
                      progress: bool | None = None) -> ReshardRun:
     """Reshard resolved targets (:func:`lerobot_tools.dataset.resolve_targets`).
 
-    Each dataset's stale temporary files are removed first (listed only on a dry run); then every
-    data file is processed by :func:`reshard_file`, in ``jobs`` worker processes (1 = this process,
-    0 = one per CPU). A dataset listed twice (a mixture naming it twice) is processed once.
+    Each dataset's write lock is taken (not on a dry run) and held until every file is done, then its stale
+    temporary files are removed (listed only on a dry run); then every data file is processed by
+    :func:`reshard_file`, in ``jobs`` worker processes (1 = this process, 0 = one per CPU). A dataset listed
+    twice (a mixture naming it twice) is processed once.
 
     Args:
         targets: resolved targets; unresolved ones are reported with their error.
@@ -91,6 +103,12 @@ def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jo
     """
     options = options or ReshardOptions()
     options.check()
+    with contextlib.ExitStack() as locks:
+        return _reshard_locked(targets, options, jobs, progress, locks)
+
+
+def _reshard_locked(targets: list, options: ReshardOptions, jobs: int, progress: bool | None,
+                    locks: contextlib.ExitStack) -> ReshardRun:
     t0 = time.perf_counter()
     run = ReshardRun(options=options)
     work: list[_Work] = []
@@ -102,7 +120,7 @@ def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jo
             dres.notes.append(f"same dataset as {run.datasets[seen[key]].target}: processed once")
             run.datasets.append(dres)
             continue
-        dres, files = _prepare(target, options)
+        dres, files = _prepare(target, options, locks)
         if key is not None:
             seen[key] = len(run.datasets)
         run.datasets.append(dres)

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from lerobot_tools.checks.info import names_problem
 from lerobot_tools.dataset.features import column_form
-from lerobot_tools.dataset.model import INFO_PATH
+from lerobot_tools.dataset.model import INFO_PATH, valid_fps
 from lerobot_tools.repair.fixes.context import RepairContext, column_subject, files_text, lengths_over_files
 from lerobot_tools.repair.model import ColumnOp
 
@@ -22,7 +22,7 @@ def fix_fps(rc: RepairContext) -> None:
     """I005: ``fps`` stored as an integral float (``30.0``) is written as the integer (``30``); lerobot's
     converter casts with ``int()`` too (pitfalls A10). A fractional or non-positive fps is not mechanical."""
     fps = rc.info.get("fps")
-    if isinstance(fps, float) and not isinstance(fps, bool) and fps > 0 and fps.is_integer():
+    if isinstance(fps, float) and valid_fps(fps) is not None and fps.is_integer():
         rc.info["fps"] = int(fps)
         rc.repair("I005", f"fps {fps!r} -> {int(fps)}", [INFO_PATH])
     else:

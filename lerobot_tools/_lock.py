@@ -1,0 +1,136 @@
+"""One writer per dataset: an advisory lock every command that writes into a dataset takes first.
+
+``lrtool reshard``, ``lrtool repair`` and ``lrtool repair --undo`` hold :func:`dataset_lock` from before they
+clean up a killed run's leftovers until their last write, so two of them on one dataset never interleave (one
+deleting the other's live temporary file, an undo restoring files a repair is still writing). A second run
+waits a bounded time (``timeout``, default :data:`DEFAULT_LOCK_TIMEOUT_S`), saying on stderr what it waits for,
+then gives up with :class:`DatasetLocked` (one line).
+
+The lock is an OS file lock (``flock``) taken with the `filelock <https://py-filelock.readthedocs.io>`_ library
+(:class:`filelock.FileLock`) on ``<root>/.lrtool/lock``; when that folder cannot be created (a read-only dataset
+root), beside the root (``<parent>/.<name>.lrtool-lock``), else in the temporary folder keyed by the root's real
+path. The kernel drops the lock when the holder dies, so a killed run never leaves a stale lock. On release the
+holder unlinks the lock file while still holding it, and removes an empty ``.lrtool/``, so a dataset that was
+not changed keeps no trace; a waiter that then wins the lock on the unlinked file sees that (``filelock``
+checks the link count) and retries on the new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from lerobot_tools.errors import LrtoolError
+
+LRTOOL_DIR = ".lrtool"
+LOCK_NAME = "lock"
+DEFAULT_LOCK_TIMEOUT_S = 60.0
+"""How long a second writer waits for the dataset lock by default (seconds)."""
+
+
+class DatasetLocked(LrtoolError):
+    """Another lrtool run holds the dataset's write lock and did not release it within the timeout."""
+
+
+def _candidates(root: Path) -> list[tuple[Path, bool]]:
+    """Lock file locations, in order of preference, with whether the folder holding it is ``root/.lrtool``."""
+    real = root.resolve()
+    key = hashlib.sha256(os.fsencode(str(real))).hexdigest()[:32]
+    return [
+        (root / LRTOOL_DIR / LOCK_NAME, True),
+        (real.parent / f".{real.name}.lrtool-lock", False),
+        (Path(tempfile.gettempdir()) / "lrtool-locks" / f"{key}.lock", False),
+    ]
+
+
+def _prepare_dir(path: Path, in_dataset: bool, root: Path) -> bool:
+    """Create the folder of a lock file; False when it cannot be created or written (try the next location)."""
+    folder = path.parent
+    if in_dataset and folder.is_symlink():
+        raise LrtoolError(f"{LRTOOL_DIR} is a symlink; lrtool keeps its lock and backups only in a real folder inside "
+                          "the dataset: remove it", root)
+    try:
+        folder.mkdir(parents=not in_dataset, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def _lock_path(root: Path) -> tuple[Path, bool]:
+    for path, in_dataset in _candidates(root):
+        if _prepare_dir(path, in_dataset, root):
+            return path, in_dataset
+    raise LrtoolError("no place to create the dataset's write lock (the dataset, its parent folder and the temporary "
+                      "folder are read-only)", root)
+
+
+def _acquire(lock, path: Path, in_dataset: bool, root: Path, deadline: float) -> None:
+    import filelock
+
+    while True:
+        _prepare_dir(path, in_dataset, root)  # a releasing holder may just have removed an empty .lrtool/
+        try:
+            lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=0.05)
+            return
+        except FileNotFoundError:
+            if time.monotonic() >= deadline:
+                raise filelock.Timeout(str(path)) from None
+
+
+@contextlib.contextmanager
+def dataset_lock(root: str | os.PathLike, *, timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+                 what: str = "writing") -> Iterator[Path]:
+    """Hold the write lock of the dataset at ``root`` for the duration of the block.
+
+    Args:
+        root: the dataset folder.
+        timeout: seconds to wait for another run to finish (0: do not wait). Must be finite and >= 0.
+        what: what this run is about to do, for the waiting message (``"resharding"``).
+
+    Yields:
+        The lock file's path.
+
+    Raises:
+        DatasetLocked: another run still holds the lock after ``timeout`` seconds.
+        LrtoolError: ``root/.lrtool`` is a symlink, or no lock file can be created anywhere.
+    """
+    import filelock
+
+    root = Path(root)
+    path, in_dataset = _lock_path(root)
+    lock = filelock.FileLock(str(path), thread_local=False)
+    deadline = time.monotonic() + timeout
+    try:
+        _acquire(lock, path, in_dataset, root, time.monotonic())
+    except filelock.Timeout:
+        if timeout > 0:
+            until = time.strftime("%H:%M:%S", time.localtime(time.time() + timeout))
+            print(f"lrtool: {root}: another lrtool run is writing this dataset; waiting for it to finish before "
+                  f"{what} (until {until}, --lock-timeout {timeout:g} s)", file=sys.stderr, flush=True)
+        try:
+            _acquire(lock, path, in_dataset, root, deadline)
+        except filelock.Timeout:
+            raise DatasetLocked(f"another lrtool run is writing this dataset (lock {path} held); gave up after "
+                                f"{timeout:g} s: run again when it has finished, or raise --lock-timeout",
+                                root) from None
+    try:
+        ident = os.stat(path)
+    except OSError:
+        ident = None
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):  # unlink while still holding it (see module docstring)
+            now = os.stat(path)
+            if ident is not None and (now.st_dev, now.st_ino) == (ident.st_dev, ident.st_ino):
+                os.unlink(path)
+        lock.release()
+        if in_dataset:
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # only when empty: backups stay
