@@ -3,7 +3,8 @@
 This module sits below the check catalogue, the check families, the reporters and ``lrtool repair``: it
 imports nothing from lerobot_tools, so any of them may import it. It holds the severities, a
 :class:`Finding` (one problem, with its subject as data), :class:`NotChecked` (honest coverage),
-:class:`DatasetReport` (everything found about one target) and :func:`group_findings` (findings that repeat
+:class:`DatasetReport` (everything found about one target, with the :class:`RootCause` lines many findings
+share) and :func:`group_findings` (findings that repeat
 per file or per episode merged into one naming the count and the first paths).
 """
 
@@ -28,7 +29,9 @@ MAX_EXAMPLE_PATHS = 3
 #: * ``key``: the metadata key concerned, as written (``fps``, ``total_frames``, ``video_path``, a
 #:   feature's ``video.codec``; the episodes' ``tasks``);
 #: * ``file_kind``: which kind of file: ``"data"`` (data parquet), ``"video"`` (mp4), ``"episodes"``
-#:   (v3.0 episode metadata parquet).
+#:   (episode metadata: ``episodes.jsonl``, ``meta/episodes/*/*.parquet``), ``"tasks"``, ``"stats"``
+#:   (``stats.json``), ``"episodes_stats"``, ``"info"`` (``info.json``), ``"meta"`` (another file under
+#:   ``meta/``), ``"other"``.
 SUBJECT_KEYS = ("feature", "video_key", "episode", "task", "key", "file_kind")
 
 
@@ -99,8 +102,39 @@ class NotChecked:
 
 
 @dataclass
+class RootCause:
+    """One cause that many files of a dataset share, said once at the top of its report.
+
+    Attributes:
+        check: the check that reports each file (``F004`` Git LFS pointers...).
+        count: how many files.
+        title: what the files are and the likely reason.
+        fix: what to do, once for all of them.
+        by_folder: folder (relative to the dataset root) -> number of files.
+    """
+
+    check: str
+    count: int
+    title: str
+    fix: str
+    by_folder: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        """``"37 files are Git LFS pointers ... (data/chunk-000/: 10, meta/: 2); fix: run `git lfs pull` ..."``"""
+        folders = ", ".join(f"{d}/: {n}" for d, n in self.by_folder.items())
+        return f"{self.count} files are {self.title} ({folders}); fix: {self.fix}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "count": self.count, "title": self.title, "fix": self.fix,
+                "by_folder": dict(self.by_folder)}
+
+
+@dataclass
 class DatasetReport:
-    """Everything validate found about one target."""
+    """Everything validate found about one target.
+
+    ``causes`` are the root causes many findings share (:class:`RootCause`), reported before the findings.
+    """
 
     target: str
     root: str | None
@@ -110,6 +144,7 @@ class DatasetReport:
     source: str | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    causes: list[RootCause] = field(default_factory=list)
 
     def counts(self, *, include_known: bool = False) -> dict[str, int]:
         out = {ERROR: 0, WARNING: 0, INFO: 0}
@@ -135,6 +170,8 @@ class DatasetReport:
             d["source"] = self.source
         if self.notes:
             d["notes"] = self.notes
+        if self.causes:
+            d["causes"] = [c.to_dict() for c in self.causes]
         return d
 
 

@@ -111,6 +111,8 @@ def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = Fal
             out.write(f"  root: {r.root}\n")
         for note in r.notes:
             out.write(f"  note: {note}\n")
+        for cause in r.causes:
+            out.write(f"  {paint('cause', ERROR)}: {cause.line()}\n")
         if not r.findings:
             out.write("  no findings\n")
         for f in sorted(r.findings, key=lambda f: (_SEV_ORDER.get(f.severity, 3), f.check)):

@@ -307,11 +307,15 @@ _CHECKS = [
     Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",
           "meta/episodes.jsonl (v2.x) or meta/episodes/*/*.parquet (v3.0) exists and every row has the "
           "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges).",
-          "Loaders cannot locate episodes: FileNotFoundError, KeyError, or a Hub download attempt.",
+          "Loaders cannot locate episodes: FileNotFoundError, KeyError, or a Hub download attempt. A metadata "
+          "file that is a placeholder is reported as F004-F006 instead, a truncated one here; either way the "
+          "data and video files are still checked, found from the path templates and the folders on disk.",
           "Restore the metadata; not mechanical.",
           **_manual("the episode metadata is missing or malformed")),
-    Check("C008", "splits", WARNING, "info.json splits is malformed or out of range.",
-          "splits maps names to 'start:end' episode ranges within total_episodes.",
+    Check("C008", "splits", WARNING, "info.json splits is malformed, out of range or leaves episodes out.",
+          "splits maps names to 'start:end' episode ranges within total_episodes, and together they cover every "
+          "episode (compared with info.json and the readable episode metadata, never a count from an unreadable "
+          "file).",
           "Not used by the lerobot loaders, but split-aware tooling reads it.",
           "`lrtool repair` rewrites {'train': '0:<total_episodes>'}.",
           **_auto("fix_counters", "splits set to {'train': '0:<episodes>'} when it names one split")),
@@ -364,18 +368,22 @@ _CHECKS = [
           "Delete the stray file, or fix the metadata that should reference it.",
           **_auto("fix_video_path", "unreferenced videos that the repaired video_path (or the moved files) reference")),
     Check("F004", "lfs-pointer", ERROR, "A file is a Git LFS pointer, not the content.",
-          "The first bytes of every referenced parquet and mp4 (a few hundred bytes per file).",
-          "ArrowInvalid: Could not open Parquet input source (lerobot #2268), or a decode failure.",
+          "The first bytes of every referenced parquet and mp4 and of every metadata file (info.json, episodes, "
+          "tasks, stats; a few hundred bytes per file) before anything parses it. When several files are "
+          "pointers, the report says so once at the top, with the count per folder.",
+          "ArrowInvalid: Could not open Parquet input source (lerobot #2268), a decode failure, or, for a "
+          "metadata file, json.JSONDecodeError / ArrowInvalid when LeRobotDatasetMetadata loads it.",
           "Fetch the content: `git lfs pull`, or re-download with lrtool prefetch.",
           **_manual("the file is a Git LFS pointer; its content is not on disk")),
     Check("F005", "error-page", ERROR, "A file is an HTML/XML/JSON error page saved under a data name.",
-          "The first bytes of every referenced parquet and mp4.",
+          "The first bytes of every referenced parquet and mp4 and of every metadata file (a JSON metadata file "
+          "holding only an error body such as {\"error\": \"...\"} counts).",
           "The reader fails on the first access to that file (often an auth wall or a 429 body saved to disk).",
           "Re-download; check tokens and rate limits.",
           **_manual("the file is an error page saved under a data name; the content is not on disk")),
     Check("F006", "empty-file", ERROR, "A referenced file is empty (0 bytes).",
-          "Size of every referenced parquet and mp4.",
-          "ArrowInvalid / decode error on first access.",
+          "Size of every referenced parquet and mp4 and of every metadata file.",
+          "ArrowInvalid / decode error on first access; json.JSONDecodeError for a metadata file.",
           "Re-download the file.",
           **_manual("the file is empty; its content is not on disk")),
     Check("F007", "parquet-unreadable", ERROR, "A parquet file has no valid footer or cannot be opened.",
@@ -435,7 +443,9 @@ _CHECKS = [
     # ------------------------------------------------------------------ G: statistics
     Check("G001", "stats-missing", WARNING, "meta/stats.json is missing or unreadable.",
           "v3.0 normalises with meta/stats.json (v2.1 aggregates episodes_stats.jsonl instead).",
-          "Training without normalisation statistics fails in make_policy or normalises with garbage.",
+          "Training without normalisation statistics fails in make_policy or normalises with garbage. A file that "
+          "exists but cannot be parsed (truncated) is an error: lerobot's load_stats (lerobot 0.4.4 "
+          "datasets/utils.py) parses any stats.json present and raises; a placeholder is F004-F006.",
           "Recompute the statistics (lerobot `recompute_stats`).",
           **_manual("statistics have to be recomputed")),
     Check("G002", "stats-keys", WARNING, "stats.json describes features that are not declared.",

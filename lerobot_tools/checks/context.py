@@ -17,6 +17,7 @@ from lerobot_tools.dataset.footers import FooterInfo
 from lerobot_tools.dataset.model import Dataset
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.findings import Finding, NotChecked
+from lerobot_tools.sniff import Sniff
 
 
 @dataclass
@@ -59,9 +60,18 @@ class CheckContext:
         self.bad_data_files: set[str] = set()
         #: set by the episodes family: the metadata could be read
         self.episodes_ok = False
+        #: False when some episode-metadata rows are malformed (counts derived from the rows are incomplete)
+        self.episodes_complete = True
+        #: why the episode metadata cannot be used (one line naming the file), for "not checked" notes
+        self.episodes_cause: str | None = None
         self.tasks_ok = False
         #: data files the metadata references (set by the files family)
         self.data_files: list = []
+        #: without episode metadata: the data files found from data_path and the folders on disk
+        #: (:class:`lerobot_tools.dataset.ondisk.LayoutFiles`), else None
+        self.data_layout: Any = None
+        #: every placeholder file seen (relpath -> sniff), for the causes said once at the top of the report
+        self.placeholders: dict[str, Sniff] = {}
 
     # -------------------------------------------------------------- selection
     def enabled(self, *check_ids: str) -> bool:

@@ -10,28 +10,50 @@ import math
 import re
 
 from lerobot_tools.checks.context import CheckContext
+from lerobot_tools.checks.files import report_unreadable
 from lerobot_tools.dataset.model import INFO_PATH, V2_EPISODES_PATH
+from lerobot_tools.dataset.placeholders import UnreadableFileError, check_metadata_file
 from lerobot_tools.errors import DatasetError
 
 
 def run_metadata(ctx: CheckContext) -> None:
     """Checks that need only info.json and the episode metadata.
 
-    Emits C001, C003, C004, C006, C007, C008. Reads ``ctx.dataset`` (info.json, episode metadata); sets
-    ``ctx.episodes_ok`` when the episode metadata could be read.
+    Emits C001, C003, C004, C006, C007, C008 (and F004-F006 for an episode-metadata file that is a
+    placeholder). Reads ``ctx.dataset`` (info.json, episode metadata); sets ``ctx.episodes_ok`` when the
+    episode metadata could be read, ``ctx.episodes_complete`` (no malformed row) and ``ctx.episodes_cause``.
+
+    Nothing is derived from unreadable metadata: when the file(s) cannot be read, the cause is reported once
+    and every count check that needs them is listed as not checked; when some rows are malformed, the
+    counts that would include them (C001, C003) are not compared.
     """
     ds = ctx.dataset
     assert ds is not None
     try:
         episodes = ds.episodes
     except DatasetError as exc:
-        ctx.emit("C007", exc.message, exc.path)
-        ctx.skip("C001-C006, F001-F010, S, R, T002, D", "the episode metadata could not be read")
+        ctx.episodes_cause = report_unreadable(ctx, exc, "C007", "episodes")
+        if ds.layout == "v3" and isinstance(exc, UnreadableFileError):
+            # v3.0 splits the metadata over several files: report every one that is unreadable, not the first
+            for rel in ds.episode_files:
+                if rel == exc.path:
+                    continue
+                try:
+                    check_metadata_file(ds.root / rel, rel, "parquet")
+                except UnreadableFileError as other:
+                    report_unreadable(ctx, other, "C007", "episodes")
+        ctx.skip("C001, C003-C006, T002, D001-D005, F010", f"{ctx.episodes_cause}: nothing is derived from it")
+        _check_splits(ctx, None)
         return
     ctx.episodes_ok = True
     src = V2_EPISODES_PATH if ds.layout == "v2" else None
     for p in ds.episode_problems:
         ctx.emit("C007", p, src, group="episode metadata rows are malformed")
+    if ds.episode_problems:
+        ctx.episodes_complete = False
+        ctx.episodes_cause = f"{len(ds.episode_problems)} episode-metadata row(s) are malformed"
+        ctx.skip("C001, C003, F003 for names that fit the templates",
+                 f"{ctx.episodes_cause}: the episode count is incomplete")
     if not episodes:
         ctx.emit("C007", "the episode metadata has no rows", src or "meta/episodes")
     missing_cols: list[tuple[str, dict]] = []  # (column(s) as shown, subject)
@@ -67,7 +89,7 @@ def run_metadata(ctx: CheckContext) -> None:
 
     # C001 total_episodes
     total_eps = ds.total("total_episodes")
-    if total_eps is not None and total_eps != len(episodes):
+    if total_eps is not None and total_eps != len(episodes) and ctx.episodes_complete:
         ctx.emit("C001", f"total_episodes is {total_eps} but the episode metadata has {len(episodes)} episode(s)", INFO_PATH,
                  key="total_episodes")
 
@@ -87,18 +109,10 @@ def run_metadata(ctx: CheckContext) -> None:
                          episode=e.episode_index)
             expected_from = e.to_index
 
-    # C008 splits
-    splits = ds.info.get("splits")
-    if isinstance(splits, dict):
-        for name, rng in splits.items():
-            m = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", rng) if isinstance(rng, str) else None
-            if not m:
-                ctx.emit("C008", f"splits[{name!r}] = {rng!r} is not a 'start:end' range", INFO_PATH, key="splits")
-            elif int(m.group(1)) > int(m.group(2)) or int(m.group(2)) > len(episodes):
-                ctx.emit("C008", f"splits[{name!r}] = {rng!r} is outside 0:{len(episodes)}", INFO_PATH, key="splits")
+    _check_splits(ctx, len(episodes) if ctx.episodes_complete else None)
 
     # C003 v2 counters
-    if ds.layout == "v2":
+    if ds.layout == "v2" and ctx.episodes_complete:
         n_keys = len(ds.video_keys)
         tv = ds.total("total_videos")
         if tv is not None and tv != len(episodes) * n_keys:
@@ -111,6 +125,52 @@ def run_metadata(ctx: CheckContext) -> None:
                      INFO_PATH, key="total_chunks")
 
 
+def _check_splits(ctx: CheckContext, on_disk: int | None) -> None:
+    """C008: every split is a ``start:end`` episode range within ``total_episodes``, and together they leave no
+    episode out.
+
+    Args:
+        on_disk: the number of episodes the readable episode metadata holds, or None when it cannot be read
+            (or has malformed rows): then only info.json's ``total_episodes`` is the reference, never a count
+            from an unreadable file. When both are known and differ (C001 reports that), a split is flagged
+            only if it is wrong against both.
+    """
+    ds = ctx.dataset
+    splits = ds.info.get("splits")
+    if not isinstance(splits, dict):
+        return
+    ranges: dict[str, tuple[int, int]] = {}
+    for name, rng in splits.items():
+        m = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", rng) if isinstance(rng, str) else None
+        if not m:
+            ctx.emit("C008", f"splits[{name!r}] = {rng!r} is not a 'start:end' range", INFO_PATH, key="splits")
+        elif int(m.group(1)) > int(m.group(2)):
+            ctx.emit("C008", f"splits[{name!r}] = {rng!r} ends before it starts", INFO_PATH, key="splits")
+        else:
+            ranges[name] = (int(m.group(1)), int(m.group(2)))
+    total = ds.total("total_episodes")
+    refs = [(n, what) for n, what in ((total, "total_episodes"), (on_disk, "the episode metadata"))
+            if n is not None]
+    if not refs or not ranges:
+        return
+    if len(refs) == 2 and refs[0][0] == refs[1][0]:
+        refs = refs[:1]
+    for name, (a, b) in ranges.items():
+        if all(b > n for n, _ in refs):
+            known = " and ".join(f"{n} in {what}" for n, what in refs)
+            ctx.emit("C008", f"splits[{name!r}] = '{a}:{b}' points past the last episode ({known}); a split-aware "
+                     f"reader asks for episodes that do not exist", INFO_PATH, key="splits")
+    covered: set[int] = set()
+    for a, b in ranges.values():
+        covered.update(range(a, min(b, max(n for n, _ in refs))))
+    left = [(n, what, sorted(set(range(n)) - covered)) for n, what in refs]
+    if all(out for _, _, out in left):
+        n, what, out = left[0]
+        shown = ", ".join(map(str, out[:5])) + (f" and {len(out) - 5} more" if len(out) > 5 else "")
+        ctx.emit("C008", f"splits leave {len(out)} of the {n} episode(s) ({what}) out of every split: episode(s) "
+                 f"{shown}", INFO_PATH, key="splits")
+
+
 def run_data(ctx: CheckContext) -> None:
     """Counts against the parquet footers.
 
@@ -119,6 +179,7 @@ def run_data(ctx: CheckContext) -> None:
     """
     ds = ctx.dataset
     if not ctx.episodes_ok:
+        _layout_counts(ctx)
         return
     episodes = ds.episodes
     by_index = {e.episode_index: e for e in episodes}
@@ -155,3 +216,31 @@ def run_data(ctx: CheckContext) -> None:
     elif all(e.length is not None for e in episodes) and sum_lengths != total_frames:
         ctx.emit("C002", f"total_frames is {total_frames} but the episode lengths sum to {sum_lengths} "
                  "(data files not all readable)", INFO_PATH, key="total_frames")
+
+
+def _layout_counts(ctx: CheckContext) -> None:
+    """Without episode metadata: info.json's counters against the data files found from ``data_path`` and the
+    folders on disk (``ctx.data_layout``). C002 when every file is readable (v2.x: every file ``total_episodes``
+    names; v3.0: every file on disk that fits ``data_path``, which is what the v3 loader globs); C001 when v2.x
+    data files exist for episodes past ``total_episodes``."""
+    ds = ctx.dataset
+    layout = ctx.data_layout
+    if layout is None:
+        return
+    total_eps = ds.total("total_episodes")
+    if ds.layout == "v2" and total_eps is not None:
+        extra = sorted({ep for df in ctx.data_files if df.relpath not in layout.expected for ep in df.episodes
+                        if ep >= total_eps})
+        if extra:
+            shown = ", ".join(map(str, extra[:5])) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+            ctx.emit("C001", f"total_episodes is {total_eps} but data/ holds data files named for episode(s) {shown} "
+                     "as well", INFO_PATH, key="total_episodes")
+    total_frames = ds.total("total_frames")
+    counted = [df for df in ctx.data_files if ds.layout != "v2" or df.relpath in layout.expected]
+    if total_frames is None or not counted or any(df.relpath in ctx.bad_data_files for df in counted):
+        return
+    rows = sum(ctx.footers[df.relpath].num_rows for df in counted)
+    if rows != total_frames:
+        what = (f"the {len(counted)} data file(s) data_path names for them" if ds.layout == "v2" else
+                f"the {len(counted)} data file(s) on disk that fit data_path")
+        ctx.emit("C002", f"total_frames is {total_frames} but {what} hold {rows} rows", INFO_PATH, key="total_frames")

@@ -16,6 +16,7 @@ from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, s
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.model import INFO_PATH, Dataset, NotADatasetError
+from lerobot_tools.dataset.placeholders import UnreadableFileError, shared_causes
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.findings import DatasetReport, group_findings
@@ -53,7 +54,8 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
         observer: reads the per-file deep scans and video probes (default: read them from disk).
 
     Returns:
-        The :class:`DatasetReport` with grouped findings and the list of what was not checked.
+        The :class:`DatasetReport` with grouped findings, the causes many files share (said once, before the
+        findings) and the list of what was not checked.
     """
     options = options or ValidateOptions()
     t0 = time.perf_counter()
@@ -66,6 +68,11 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
     else:
         try:
             ctx.dataset = Dataset(target.root)  # type: ignore[arg-type]
+        except UnreadableFileError as exc:
+            cause = files.report_unreadable(ctx, exc, "I002", "info")
+            if exc.placeholder:
+                files.scan_tree(ctx, target.root)  # how many files share the cause
+            ctx.skip("all other checks", f"{cause}: the layout is unknown")
         except DatasetError as exc:
             ctx.emit("I001" if isinstance(exc, NotADatasetError) else "I002", exc.message, INFO_PATH)
             ctx.skip("all other checks", "meta/info.json could not be read")
@@ -79,6 +86,7 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
                 except StopChecks as stop:
                     ctx.skip("remaining checks", stop.reason)
                     break
+    report.causes = shared_causes(ctx.placeholders)
     report.findings = group_findings(ctx.findings)
     report.not_checked = ctx.not_checked
     report.seconds = time.perf_counter() - t0

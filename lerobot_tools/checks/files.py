@@ -8,30 +8,69 @@ from __future__ import annotations
 
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.dataset.footers import read_footer
+from lerobot_tools.dataset.ondisk import data_files_from_layout, files_fitting
+from lerobot_tools.dataset.placeholders import (  # noqa: F401  (PLACEHOLDER_CHECKS re-exported)
+    PLACEHOLDER_CHECKS, UnreadableFileError, cause_of, check_metadata_file, describe, folder_of,
+)
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import Sniff, sniff
 
+#: ``file_kind`` subject value -> how a message names such a file.
+FILE_KIND_LABELS = {
+    "data": "data file", "video": "video file", "episodes": "episode metadata file", "tasks": "task table",
+    "stats": "statistics file", "episodes_stats": "per-episode statistics file", "info": "info.json",
+    "meta": "metadata file", "other": "file",
+}
 
-#: Placeholder kinds of :func:`lerobot_tools.sniff.sniff` -> the check that reports them.
-PLACEHOLDER_CHECKS = {"empty": "F006", "lfs-pointer": "F004", "html": "F005", "xml": "F005", "json": "F005", "text": "F005"}
+_CAUSE_GROUPS = {"lfs-pointer": "are Git LFS pointers", "error-page": "are error pages or text, not data",
+                 "empty": "are empty (0 bytes)"}
 
 
 def placeholder_finding(ctx: CheckContext, s: Sniff, rel: str, file_kind: str) -> bool:
-    """Emit F004/F005/F006 (:data:`PLACEHOLDER_CHECKS`) for a placeholder file of ``file_kind`` (``"data"`` or
-    ``"video"``); return True when ``s`` is one."""
-    what = f"{file_kind} file"
+    """Emit F004/F005/F006 (:data:`PLACEHOLDER_CHECKS`) for a placeholder file; return True when ``s`` is one.
+
+    Args:
+        s: the file's sniff.
+        rel: its path relative to the dataset root.
+        file_kind: a key of :data:`FILE_KIND_LABELS` (``"data"``, ``"video"``, ``"episodes"``...).
+
+    The message says what the file is (``"data file is a Git LFS pointer (object of 13,412 bytes not
+    fetched)"``); findings are grouped per folder, and the sniff is kept in ``ctx.placeholders`` so that a
+    cause many files share is said once at the top of the report.
+    """
     check = PLACEHOLDER_CHECKS.get(s.kind)
-    if check == "F006":
-        ctx.emit("F006", f"{what} is empty (0 bytes)", rel, group=f"{what}s are empty (0 bytes)", file_kind=file_kind)
-    elif check == "F004":
-        ctx.emit("F004", f"{what} is a Git LFS pointer: {s.detail}", rel, group=f"{what}s are Git LFS pointers",
-                 file_kind=file_kind)
-    elif check == "F005":
-        ctx.emit("F005", f"{what} is not binary data but {s.detail}", rel,
-                 group=f"{what}s are {s.kind.upper()} error pages / text", file_kind=file_kind)
-    else:
+    if check is None:
         return False
+    label = FILE_KIND_LABELS.get(file_kind, "file")
+    ctx.placeholders[rel] = s
+    ctx.emit(check, f"{label} {describe(s)}", rel,
+             group=f"{label}s under {folder_of(rel)}/ {_CAUSE_GROUPS[cause_of(s.kind)]}", file_kind=file_kind)
     return True
+
+
+def report_unreadable(ctx: CheckContext, exc: DatasetError, check: str, file_kind: str, *,
+                      severity: str | None = None, why: str = "") -> str:
+    """Report a metadata file that could not be read: a placeholder as F004/F005/F006 (what it is), anything
+    else (truncated, malformed) as ``check`` with the reader's message.
+
+    Args:
+        exc: the error raised while reading the file (an :class:`UnreadableFileError` for a placeholder).
+        check: the file's own check (C007 episodes, T001 tasks, G001 stats, I002 info.json).
+        file_kind: the ``file_kind`` subject of a placeholder finding.
+        severity: overrides ``check``'s catalogue severity for a file that is not a placeholder.
+        why: appended to ``check``'s message (why that severity: which loader raises).
+
+    Returns:
+        One line naming the file and the problem, for the "not checked" notes of what depended on it.
+    """
+    if isinstance(exc, UnreadableFileError) and exc.placeholder:
+        placeholder_finding(ctx, exc.sniffed, exc.path or "", file_kind)
+        return f"{exc.path} {describe(exc.sniffed)}"
+    message = exc.message
+    if message.startswith("is "):  # "is truncated: ..." reads on its own once the file's kind names it
+        message = f"{FILE_KIND_LABELS.get(file_kind, 'file')} {message}"
+    ctx.emit(check, f"{message}{why}", exc.path, severity=severity)
+    return f"{exc.path}: {exc.message}" if exc.path else exc.message
 
 
 def run(ctx: CheckContext) -> None:
@@ -39,20 +78,33 @@ def run(ctx: CheckContext) -> None:
 
     Emits F001, F003 (orphan parquet), F004-F006 (placeholders), F007 (no footer), F011, and I008 for a data
     path that leaves the root. Reads ``ctx.episodes_ok``; sets ``ctx.data_files`` (referenced data files),
-    ``ctx.footers`` (readable file -> footer) and ``ctx.bad_data_files`` (missing or unreadable files), which
-    every later family reads.
+    ``ctx.data_layout``, ``ctx.footers`` (readable file -> footer) and ``ctx.bad_data_files`` (missing or
+    unreadable files), which every later family reads.
+
+    When the episode metadata cannot be read, the data files are taken from ``data_path`` and the folders on
+    disk (:func:`lerobot_tools.dataset.ondisk.data_files_from_layout`) and checked all the same; F003 then
+    reports only files whose names do not fit ``data_path``.
     """
     ds = ctx.dataset
     assert ds is not None
-    if not ctx.episodes_ok:
-        ctx.skip("F001, F003-F007 (data files)", "the episode metadata could not be read, so the data files are unknown")
-        _check_images(ctx)
-        return
-    try:
-        data_files = ds.data_files()
-    except DatasetError as exc:
-        ctx.skip("F001, F003-F007 (data files)", str(exc))
-        return
+    layout = None
+    if ctx.episodes_ok:
+        try:
+            data_files = ds.data_files()
+        except DatasetError as exc:
+            ctx.skip("F001, F003-F007 (data files)", str(exc))
+            return
+    else:
+        try:
+            layout = data_files_from_layout(ds)
+        except DatasetError as exc:
+            ctx.skip("F001, F003-F007 (data files)", f"the episode metadata is unreadable and {exc}")
+            _check_images(ctx)
+            return
+        data_files = layout.files
+        ctx.data_layout = layout
+        ctx.skip("C005, F003 for names that fit data_path",
+                 f"the episode metadata is unreadable; data files taken from {layout.source}")
     ctx.data_files = data_files
     for df in data_files:
         rel = df.relpath
@@ -64,8 +116,11 @@ def run(ctx: CheckContext) -> None:
             continue
         s = sniff(path)
         if s.kind == "missing":
-            ctx.emit("F001", f"data file for episode(s) {format_episodes(df.episodes)} is missing", rel,
-                     group="data files are missing", file_kind="data")
+            if layout is None:
+                msg = f"data file for episode(s) {format_episodes(df.episodes)} is missing"
+            else:
+                msg = f"data file for episode {format_episodes(df.episodes)} is missing (named by {layout.source})"
+            ctx.emit("F001", msg, rel, group="data files are missing", file_kind="data")
             ctx.bad_data_files.add(rel)
             continue
         if s.kind == "unreadable":
@@ -84,12 +139,21 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
                  f"{len(ctx.bad_data_files)} of {len(data_files)} data file(s) missing or unreadable")
 
-    # F003 orphans under data/
-    referenced = {df.relpath for df in data_files}
+    # F003 orphans under data/: never a file the template names while the metadata that lists them is unreadable
+    if layout is not None or not ctx.episodes_complete:
+        try:
+            fitting = set(files_fitting(ds, ds.data_path, None, ".parquet"))
+        except DatasetError:
+            fitting = set()
+        referenced = fitting | {df.relpath for df in data_files}
+        why = "its name does not fit data_path"
+    else:
+        referenced = {df.relpath for df in data_files}
+        why = "not referenced by the episode metadata"
     for rel in ds.files_under("data", ".parquet"):
         if rel not in referenced:
-            ctx.emit("F003", "parquet file under data/ is not referenced by the episode metadata; loaders that "
-                     "glob data/ will read its rows", rel, group="unreferenced parquet files under data/", file_kind="data")
+            ctx.emit("F003", f"parquet file under data/ is {why}; loaders that glob data/ will read its rows", rel,
+                     group="unreferenced parquet files under data/", file_kind="data")
     if ds.layout == "v3":
         import re
 
@@ -99,6 +163,66 @@ def run(ctx: CheckContext) -> None:
                 ctx.emit("F003", "file under meta/episodes/ is not a chunk-XXX/file-YYY.parquet; the loader "
                          "globs meta/episodes/*/*.parquet and may read it as episodes", rel, file_kind="episodes")
     _check_images(ctx)
+
+
+def file_kind_of(rel: str) -> str:
+    """The ``file_kind`` subject of a dataset file from its path (``data/...`` -> ``"data"``,
+    ``meta/tasks.parquet`` -> ``"tasks"``...; ``"other"`` outside the known places)."""
+    top = rel.split("/", 1)[0]
+    if top == "data":
+        return "data"
+    if top == "videos":
+        return "video"
+    if top != "meta":
+        return "other"
+    if rel.startswith("meta/episodes/") or rel == "meta/episodes.jsonl":
+        return "episodes"
+    return {"meta/tasks.parquet": "tasks", "meta/tasks.jsonl": "tasks", "meta/stats.json": "stats",
+            "meta/episodes_stats.jsonl": "episodes_stats", "meta/info.json": "info"}.get(rel, "meta")
+
+
+#: At most this many files are sniffed by :func:`scan_tree`.
+MAX_SCANNED = 200_000
+
+
+def scan_tree(ctx: CheckContext, root) -> None:
+    """Sniff every file under a dataset folder whose ``meta/info.json`` is itself a placeholder, so that the
+    report can still say how many files share the cause (F004-F006 per file, grouped per folder).
+
+    Only the file types a dataset holds are looked at (``.parquet``, ``.mp4``, ``.json``, ``.jsonl``; JSON
+    files with :func:`~lerobot_tools.dataset.placeholders.check_metadata_file`, so a real one is not a
+    placeholder). Hidden folders and files (``.git``, ``.cache``, lrtool's ``.lrtool``) are skipped; at most
+    :data:`MAX_SCANNED` files are looked at.
+    """
+    import os
+    from pathlib import Path
+
+    root = Path(root)
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            seen += 1
+            if seen > MAX_SCANNED:
+                ctx.skip("F004-F006 (other files)", f"only the first {MAX_SCANNED:,} files were sniffed")
+                return
+            rel = Path(dirpath, name).relative_to(root).as_posix()
+            if rel == "meta/info.json":
+                continue
+            fmt = {".json": "json", ".jsonl": "jsonl", ".parquet": "parquet", ".mp4": "mp4"}.get(Path(name).suffix)
+            if fmt is None:
+                continue  # README.md, .gitattributes...: not dataset files
+            kind = file_kind_of(rel)
+            if fmt == "mp4":
+                placeholder_finding(ctx, sniff(root / rel), rel, kind)
+                continue
+            try:
+                check_metadata_file(root / rel, rel, fmt)  # a real JSON file is not a placeholder here
+            except UnreadableFileError as exc:
+                if exc.placeholder:
+                    placeholder_finding(ctx, exc.sniffed, rel, kind)
 
 
 def _check_images(ctx: CheckContext) -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 
 from lerobot_tools.checks.context import CheckContext
+from lerobot_tools.checks.files import report_unreadable
+from lerobot_tools.dataset.placeholders import UnreadableFileError, check_metadata_file
+from lerobot_tools.findings import ERROR
 from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH
 from lerobot_tools.errors import DatasetError
 
@@ -36,10 +39,19 @@ def run(ctx: CheckContext) -> None:
     Emits G001-G003. Reads ``ctx.dataset`` only; sets nothing.
     """
     ds = ctx.dataset
+    if ds.layout == "v2" and ds.codebase_version != "v2.0":
+        # v2.1 loaders read the per-episode statistics (lerobot <= 0.3 load_episodes_stats): sniff them too
+        try:
+            check_metadata_file(ds.root / V2_EPISODES_STATS_PATH, V2_EPISODES_STATS_PATH, "jsonl")
+        except UnreadableFileError as exc:
+            report_unreadable(ctx, exc, "G001", "episodes_stats", severity=ERROR,
+                              why=" (the v2.1 loader reads it to build the statistics and raises)")
     try:
         stats = ds.read_stats()
     except DatasetError as exc:
-        ctx.emit("G001", exc.message, STATS_PATH)
+        # a stats.json that exists but cannot be parsed stops the loader (lerobot 0.4.4 load_stats: json.load)
+        report_unreadable(ctx, exc, "G001", "stats", severity=ERROR,
+                          why=" (the file exists, so lerobot's load_stats parses it and raises)")
         return
     if stats is None:
         if ds.layout == "v2" and ds.codebase_version != "v2.0":

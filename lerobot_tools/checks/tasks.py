@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from lerobot_tools.checks.context import CheckContext
+from lerobot_tools.checks.files import report_unreadable
 from lerobot_tools.dataset.model import INFO_PATH
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.findings import INFO
@@ -26,8 +27,8 @@ def run(ctx: CheckContext) -> None:
     try:
         table = ds.tasks
     except DatasetError as exc:
-        ctx.emit("T001", exc.message, exc.path)
-        ctx.skip("T002-T007", "the task table could not be read")
+        cause = report_unreadable(ctx, exc, "T001", "tasks")
+        ctx.skip("T002-T007", f"the task table could not be read ({cause})")
         return
     ctx.tasks_ok = True
     for p in table.problems:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.files import format_episodes, placeholder_finding
+from lerobot_tools.dataset.ondisk import files_fitting, video_files_from_layout
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import sniff
 from lerobot_tools.video.compare import compare_header
@@ -24,14 +25,21 @@ def run(ctx: CheckContext) -> None:
     ds = ctx.dataset
     if not ds.video_keys:
         return
-    if not ctx.episodes_ok:
-        ctx.skip("F002, F004-F010 (videos)", "the episode metadata could not be read, so the video files are unknown")
-        return
-    try:
-        files = ds.video_files()
-    except DatasetError as exc:
-        ctx.skip("F002, F004-F010 (videos)", str(exc))
-        return
+    layout = None
+    if ctx.episodes_ok:
+        try:
+            files = ds.video_files()
+        except DatasetError as exc:
+            ctx.skip("F002, F004-F010 (videos)", str(exc))
+            return
+    else:
+        try:
+            layout = video_files_from_layout(ds)
+        except DatasetError as exc:
+            ctx.skip("F002, F004-F010 (videos)", f"the episode metadata is unreadable and {exc}")
+            return
+        files = layout.files
+        ctx.skip("F010, F003 for names that fit video_path", f"the episode metadata is unreadable; video files taken from {layout.source}")
     from lerobot_tools.video.probe import pyav_available
 
     use_pyav = pyav_available()
@@ -67,10 +75,11 @@ def run(ctx: CheckContext) -> None:
             continue
         probes[vf.relpath] = (vf, probe, with_header)
     if missing:
+        what = "referenced" if layout is None else f"expected ({layout.source})"
         if len(missing) == len(files):
             shown = ", ".join(v.relpath for v in missing[:3])
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-            ctx.emit("F002", f"all {len(files)} referenced video file(s) are missing (e.g. {shown}{more})",
+            ctx.emit("F002", f"all {len(files)} {what} video file(s) are missing (e.g. {shown}{more})",
                      missing[0].relpath if len(missing) == 1 else None, file_kind="video")
         else:
             for vf in missing:
@@ -81,12 +90,22 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("F009 (codec/pix_fmt of every file)",
                  "decoder headers read for the first file of each video key only; use --deep or --all-videos to read all")
     referenced = {vf.relpath for vf in files}
+    why = "not referenced by the episode metadata and video_path"
+    if layout is not None or not ctx.episodes_complete:
+        # the metadata that lists the files is unreadable: a name video_path fits is never called unreferenced
+        why = "its name does not fit video_path for any video key"
+        for key in ds.video_keys:
+            try:
+                referenced |= set(files_fitting(ds, ds.video_path or "", key, ".mp4"))
+            except DatasetError:
+                pass
     for rel in ds.files_under("videos", ".mp4"):
         if rel not in referenced:
-            ctx.emit("F003", "video file is not referenced by the episode metadata and video_path", rel,
+            ctx.emit("F003", f"video file is {why}", rel,
                      severity="warning", group="unreferenced video files under videos/", file_kind="video")
     _check_declarations(ctx, probes)
-    _check_segments(ctx, probes, {v.relpath for v in missing})
+    if layout is None:
+        _check_segments(ctx, probes, {v.relpath for v in missing})
 
 
 def _check_declarations(ctx: CheckContext, probes: dict) -> None:

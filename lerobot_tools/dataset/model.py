@@ -7,7 +7,10 @@ lives in (expanded from the ``data_path`` / ``video_path`` templates). Format fa
 lerobot-format §§2–8 (lerobot ``7427f318``, OpenTau ``0b153a92``).
 
 Reading never writes into the dataset. Problems surface as :class:`~lerobot_tools.errors.DatasetError`
-with a one-line message naming the file; the checks turn those into findings.
+with a one-line message naming the file; the checks turn those into findings. Every metadata file is sniffed
+before it is parsed (:func:`lerobot_tools.dataset.placeholders.check_metadata_file`): a Git LFS pointer, an
+error page, an empty or truncated file raises
+:class:`~lerobot_tools.dataset.placeholders.UnreadableFileError` saying what it is.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Iterator
 
 from lerobot_tools._io import MAX_JSONL_BYTES, iter_lines_capped, load_json_file, loads_json, open_regular
 from lerobot_tools.dataset import templates as tpl
+from lerobot_tools.dataset.placeholders import check_metadata_file
 from lerobot_tools.errors import DatasetError, one_line
 
 INFO_PATH = "meta/info.json"
@@ -234,6 +238,7 @@ class Dataset:
 
     Raises:
         NotADatasetError: ``root`` is not a folder, or ``meta/info.json`` is missing.
+        UnreadableFileError: ``meta/info.json`` is a placeholder or truncated.
         DatasetError: ``meta/info.json`` is unreadable or not a JSON object. Everything else is read on
             demand and raises when first used.
     """
@@ -245,6 +250,7 @@ class Dataset:
         info_file = self.root / INFO_PATH
         if not info_file.exists():
             raise NotADatasetError(f"not a LeRobot dataset: {INFO_PATH} is missing", self.root)
+        check_metadata_file(info_file, INFO_PATH, "json")
         info = read_json(info_file, INFO_PATH)
         if not isinstance(info, dict):
             raise DatasetError(f"must hold a JSON object, got {type(info).__name__}", INFO_PATH)
@@ -379,7 +385,9 @@ class Dataset:
         order, ``stats/*`` columns not read.
 
         Raises:
-            DatasetError: the metadata file(s) are missing or unreadable.
+            UnreadableFileError: a metadata file is a placeholder or truncated (nothing is read from the others).
+            DatasetError: the metadata file(s) are missing or unreadable, or no row of ``episodes.jsonl`` is
+                an episode.
         """
         self.episode_problems = []
         if self.layout == "v3":
@@ -388,6 +396,7 @@ class Dataset:
 
     def _read_v2_episodes(self) -> list[Episode]:
         out: list[Episode] = []
+        check_metadata_file(self.root / V2_EPISODES_PATH, V2_EPISODES_PATH, "jsonl")
         for lineno, obj, err in iter_jsonl(self.root / V2_EPISODES_PATH, V2_EPISODES_PATH):
             if err:
                 self.episode_problems.append(err)
@@ -405,6 +414,10 @@ class Dataset:
                 position=len(out),
                 source=V2_EPISODES_PATH,
             ))
+        if not out and self.episode_problems:
+            n = len(self.episode_problems)
+            raise DatasetError(f"none of its {n} line(s) is an episode row ({self.episode_problems[0]})",
+                               V2_EPISODES_PATH)
         return out
 
     @cached_property
@@ -424,6 +437,8 @@ class Dataset:
         if not files:
             raise DatasetError("no episode metadata files (meta/episodes/*/*.parquet)", V3_EPISODES_DIR)
         out: list[Episode] = []
+        for rel in files:
+            check_metadata_file(self.root / rel, rel, "parquet")
         for rel in files:
             try:
                 pf = pq.ParquetFile(self.root / rel)
@@ -483,6 +498,7 @@ class Dataset:
     def _read_v2_tasks(self) -> TaskTable:
         rows: list[tuple[int, str]] = []
         problems: list[str] = []
+        check_metadata_file(self.root / V2_TASKS_PATH, V2_TASKS_PATH, "jsonl")
         for lineno, obj, err in iter_jsonl(self.root / V2_TASKS_PATH, V2_TASKS_PATH):
             if err:
                 problems.append(err)
@@ -499,6 +515,8 @@ class Dataset:
                 problems.append(f"line {lineno} has no string task")
                 continue
             rows.append((idx, label))
+        if not rows and problems:
+            raise DatasetError(f"none of its {len(problems)} line(s) is a task row ({problems[0]})", V2_TASKS_PATH)
         return TaskTable(V2_TASKS_PATH, rows, "jsonl", problems)
 
     def _read_v3_tasks(self) -> TaskTable:
@@ -508,6 +526,7 @@ class Dataset:
         path = self.root / rel
         if not path.exists():
             raise DatasetError("file is missing", rel)
+        check_metadata_file(path, rel, "parquet")
         try:
             pf = pq.ParquetFile(path)
             table = pf.read()
@@ -556,11 +575,13 @@ class Dataset:
         """``meta/stats.json`` as a dict, or None when the file is absent (not an error for loaders).
 
         Raises:
+            UnreadableFileError: the file is a placeholder or truncated.
             DatasetError: the file exists but is not a JSON object.
         """
         path = self.root / STATS_PATH
         if not path.exists():
             return None
+        check_metadata_file(path, STATS_PATH, "json")
         data = read_json(path, STATS_PATH)
         if not isinstance(data, dict):
             raise DatasetError("must hold a JSON object", STATS_PATH)
