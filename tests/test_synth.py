@@ -574,6 +574,17 @@ def defect_present(name: str) -> bool:
         return isinstance(_info(name)["features"]["observation.state"]["names"][0], list)
     if name == "broken_codec_mismatch":
         return _info(name)["features"][FRONT]["info"]["video.codec"] == "av1"
+    lfs = b"version https://git-lfs.github.com/spec/v1\noid sha256:"
+    if name == "broken_lfs_clone":
+        binaries = [p for p in d.rglob("*") if p.suffix in (".parquet", ".mp4")]
+        return len(binaries) == 10 and all(p.read_bytes().startswith(lfs) for p in binaries) and "features" in _info(name)
+    if name == "broken_episodes_lfs":
+        return (d / "meta/episodes.jsonl").read_bytes().startswith(lfs) and (d / V2E0).read_bytes()[:4] == b"PAR1"
+    if name == "broken_error_pages":
+        return (d / "meta/episodes/chunk-000/file-000.parquet").read_bytes().startswith(b"<!DOCTYPE html>") and all(
+            p.read_bytes().startswith(b'{"error"') for p in (d / "videos").rglob("*.mp4"))
+    if name == "broken_truncated_episodes":
+        return (d / "meta/episodes/chunk-000/file-001.parquet").read_bytes()[-4:] != b"PAR1"
     raise AssertionError(f"no probe for fixture {name}")
 
 
