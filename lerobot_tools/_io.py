@@ -143,6 +143,8 @@ def loads_json(text: str | bytes, name: str | os.PathLike | None = None, *,
         raise error("is not UTF-8 text", name) from None
     except RecursionError:
         raise error(f"is JSON nested too deeply (more than {depth} levels)", name) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits (sys.set_int_max_str_digits)
+        raise error(f"is not valid JSON: {str(exc).splitlines()[0][:120]}", name) from None
     if isinstance(obj, (dict, list)) and json_too_deep(obj, depth):
         raise error(f"is JSON nested too deeply (more than {depth} levels)", name)
     return obj

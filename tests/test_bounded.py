@@ -260,3 +260,41 @@ def test_library_refuses_a_nan_tolerance_instead_of_disabling_d003():
 
     with pytest.raises(UsageError, match="tolerance-s"):
         validate([str(CLEAN)], ValidateOptions(deep=True, tolerance_s=float("nan")))
+
+
+# ---------------------------------------------------------------------- path templates
+@pytest.mark.parametrize("template", [
+    "data/chunk-{episode_chunk:03d}/episode_{episode_index:>2000000000}.parquet",
+    "data/chunk-{episode_chunk:03d}/episode_{episode_index:.999999999f}.parquet",
+    "data/{episode_index.__class__.__init__.__globals__}/x.parquet",
+    "data/{episode_index[0]}/{episode_chunk}.parquet",
+    "data/{episode_index!r}/{episode_chunk}.parquet",
+    "data/{episode_index:{episode_chunk}}/x.parquet",
+    "data/{}/{episode_index}.parquet",
+])
+def test_hostile_path_template_is_refused_before_formatting(tmp_path, template):
+    root = tmp_path / "ds"
+    shutil.copytree(CLEAN, root)
+    info = json.loads((root / "meta" / "info.json").read_text())
+    info["data_path"] = template
+    (root / "meta" / "info.json").write_text(json.dumps(info))
+    res = lrtool("validate", str(root), "--format", "json", timeout=120, mem_mb=1024)
+    assert res.returncode == 1, res.stderr
+    found = json.loads(res.stdout)["datasets"][0]["findings"]
+    assert any(f["check"] == "I008" and "data_path" in f["message"] for f in found), found
+    assert not any(f["check"] == "M001" for f in found), found
+    one_line_error(res)
+    for argv in (["reshard", "--dry-run"], ["repair", "--dry-run"]):
+        res = lrtool(*argv, str(root), timeout=120, mem_mb=1024)
+        assert res.returncode in (1, 2), (argv, res.stdout, res.stderr)
+        one_line_error(res)
+
+
+def test_template_rules():
+    from lerobot_tools.dataset.templates import V2_DATA_PATH, V2_VIDEO_PATH, V3_DATA_PATH, V3_VIDEO_PATH, template_error
+
+    for ok in (V2_DATA_PATH, V2_VIDEO_PATH, V3_DATA_PATH, V3_VIDEO_PATH, "data/{episode_index:>8}.parquet"):
+        assert template_error(ok) is None, ok
+    for bad in ("{episode_index:>33}", "{episode_index:.40f}", "{video_key[0]}", "{video_key.upper}", "{video_key!s}",
+                "{0}", "{}", "{episode_index:{file_index}}", "{nope}", "{", "x" * 5000):
+        assert template_error(bad) is not None, bad

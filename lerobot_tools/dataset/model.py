@@ -371,9 +371,9 @@ class Dataset:
         values["chunk_index"] = chunk_index
         values["file_index"] = file_index
         try:
-            return template.format(**values)
-        except (KeyError, ValueError, IndexError, TypeError) as exc:
-            raise DatasetError(f"{name} template {template!r} cannot be expanded ({exc!r})", INFO_PATH) from None
+            return tpl.format_template(template, values, f"{name} template")
+        except ValueError as exc:
+            raise DatasetError(str(exc), INFO_PATH) from None
 
     # ------------------------------------------------------------------ episodes
     @cached_property

@@ -3,12 +3,21 @@
 Sources: lerobot-format §2. v2.x templates use ``{episode_chunk}``, ``{episode_index}``, ``{video_key}``;
 v3.0 templates use ``{chunk_index}``, ``{file_index}``, ``{video_key}``. Readers format them with
 ``str.format``, so a template may only use those placeholders with integer/string format specs.
+
+A template comes from the dataset's info.json, i.e. from whoever published it, and ``str.format`` will do
+whatever it says: ``{episode_index.__class__}`` reads attributes, ``{video_key[0]}`` indexes, and
+``{episode_index:>2000000000}`` allocates gigabytes. :func:`template_error` therefore accepts only the known
+placeholder names (no attribute or index access, no ``!r``/``!s`` conversion, no nested ``{}`` in a spec) and
+format specs of the standard mini-language with a width and precision of at most :data:`MAX_SPEC_WIDTH`;
+:func:`format_template` checks before it formats, and every lrtool reader formats through it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import string
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 V2_DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
@@ -19,6 +28,65 @@ V3_EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.
 
 V2_FIELDS = {"episode_chunk", "episode_index", "video_key"}
 V3_FIELDS = {"chunk_index", "file_index", "video_key"}
+ALL_FIELDS = V2_FIELDS | V3_FIELDS
+
+MAX_SPEC_WIDTH = 32
+"""Largest width or precision accepted in a placeholder's format spec (lerobot uses 3 and 6)."""
+MAX_TEMPLATE_CHARS = 4096
+
+# the standard format-spec mini-language (Python docs, "Format Specification Mini-Language"), without nesting
+_SPEC_RE = re.compile(r"^(?:(?P<fill>[^{}])?(?P<align>[<>=^]))?(?P<sign>[-+ ])?z?#?(?P<zero>0)?(?P<width>\d+)?"
+                      r"[,_]?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?$")
+
+
+@lru_cache(maxsize=256)
+def template_error(template: str, allowed: frozenset = frozenset(ALL_FIELDS)) -> str | None:
+    """Why ``template`` must not be given to ``str.format``, or None when it is safe (see module docstring).
+
+    Args:
+        template: a ``data_path``/``video_path`` value.
+        allowed: the placeholder names accepted.
+    """
+    if len(template) > MAX_TEMPLATE_CHARS:
+        return f"is longer than {MAX_TEMPLATE_CHARS} characters"
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        return f"is not a valid format string ({exc})"
+    for _literal, name, spec, conv in parts:
+        if name is None:
+            continue
+        if name not in allowed:
+            if name == "" or name.isdigit():
+                return f"uses a positional placeholder {{{name}}} (allowed: {', '.join(sorted(allowed))})"
+            if "." in name or "[" in name:
+                return f"uses attribute or index access in {{{name}}}; only plain placeholders are allowed"
+            return f"uses unknown placeholder {{{name}}} (allowed: {', '.join(sorted(allowed))})"
+        if conv:
+            return f"uses a conversion !{conv} in {{{name}}}; only plain placeholders are allowed"
+        if spec:
+            m = _SPEC_RE.match(spec)
+            if m is None:
+                return f"has an invalid or nested format spec {{{name}:{spec}}}"
+            for key in ("width", "precision"):
+                if m.group(key) and (len(m.group(key)) > 3 or int(m.group(key)) > MAX_SPEC_WIDTH):
+                    return f"has a {key} over {MAX_SPEC_WIDTH} in {{{name}:{spec}}}"
+    return None
+
+
+def format_template(template: str, values: dict, name: str = "template") -> str:
+    """``template.format(**values)`` after :func:`template_error` accepted it.
+
+    Raises:
+        ValueError: the template is refused, or cannot be formatted with these values (one line naming ``name``).
+    """
+    problem = template_error(template) if isinstance(template, str) else "is not a string"
+    if problem:
+        raise ValueError(f"{name} {template!r:.80} {problem}")
+    try:
+        return template.format(**values)
+    except (KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{name} {template!r:.80} cannot be expanded ({type(exc).__name__}: {exc})") from None
 
 
 def template_fields(template: str) -> list[tuple[str, str]]:
@@ -45,10 +113,10 @@ def template_problems(template: object, *, layout: str, video: bool) -> list[str
     if not isinstance(template, str):
         return [f"must be a string, got {type(template).__name__}"]
     allowed = V2_FIELDS if layout == "v2" else V3_FIELDS
-    try:
-        fields = template_fields(template)
-    except ValueError as exc:
-        return [f"is not a valid format string ({exc})"]
+    unsafe = template_error(template)
+    if unsafe is not None:
+        return [unsafe]
+    fields = template_fields(template)
     problems = []
     names = [f for f, _ in fields]
     for name, spec in fields:
@@ -57,8 +125,8 @@ def template_problems(template: object, *, layout: str, video: bool) -> list[str
     if not problems:
         sample = {"episode_chunk": 0, "episode_index": 0, "chunk_index": 0, "file_index": 0, "video_key": "cam"}
         try:
-            rendered = template.format(**sample)
-        except (ValueError, KeyError, IndexError) as exc:
+            rendered = format_template(template, sample)
+        except ValueError as exc:
             problems.append(f"cannot be formatted ({exc})")
             rendered = None
         if rendered is not None and escapes_root(rendered):

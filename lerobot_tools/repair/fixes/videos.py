@@ -126,8 +126,8 @@ def _video_pairs(ds: Dataset, current: str, candidate: str) -> list[tuple[str, s
             else:
                 values.update(episode_index=ep.episode_index, episode_chunk=ep.episode_index // size)
             try:
-                a, b = current.format(**values), candidate.format(**values)
-            except (KeyError, ValueError, IndexError, TypeError):
+                a, b = tpl.format_template(current, values), tpl.format_template(candidate, values)
+            except ValueError:
                 return None
             if tpl.escapes_root(a) or tpl.escapes_root(b):
                 return None
