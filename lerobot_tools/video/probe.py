@@ -362,7 +362,12 @@ def _probe(res: VideoProbe, p: str, pyav: bool, gop: str, sniffed: Sniff | None)
     if s.magic == "parquet":
         res._fail("broken", f"a Parquet file ({human_size(s.size)}), not a video")
         return
-    res.container = s.magic if s.magic != "unknown" else None
+    if s.magic == "unknown":
+        # not an MP4/MOV, Matroska/WebM or AVI container (a PNG, a JPEG, random bytes): FFmpeg would still open
+        # an image as a one-frame "video", so PyAV is not asked; lerobot writes every video as an MP4 container
+        res._fail("broken", f"not a video: {s.detail}")
+        return
+    res.container = s.magic
 
     if s.magic == "mp4":
         try:
@@ -374,7 +379,3 @@ def _probe(res: VideoProbe, p: str, pyav: bool, gop: str, sniffed: Sniff | None)
             return
     if pyav:
         _apply_pyav(res, p, gop)
-        if s.magic == "unknown" and res.status == "broken" and res.problem and res.problem.startswith("FFmpeg"):
-            res.problem = f"not a video: {s.detail}; {res.problem}"
-    elif s.magic == "unknown":
-        res._fail("broken", f"not a video: {s.detail}")
