@@ -158,6 +158,24 @@ class DatasetReport:
     def has_errors(self) -> bool:
         return any(f.severity == ERROR and not f.known for f in self.findings)
 
+    def root_cause(self) -> tuple[str, Finding | None] | None:
+        """The root cause that stops everything that reads the dataset, or None.
+
+        A cause many files share (:attr:`causes`, e.g. a clone without ``git lfs pull``), else the first finding
+        about a metadata file every reader needs (``info.json``, the episode metadata, the task table) that is a
+        placeholder or truncated (subject ``file_kind`` ``info``/``episodes``/``tasks``).
+
+        Returns:
+            ``(one line, the finding or None)``; None when there is no such cause. ``lrtool repair`` and
+            ``lrtool smoke`` refuse with it.
+        """
+        if self.causes:
+            return self.causes[0].line(), None
+        for f in self.findings:
+            if f.subject.get("file_kind") in ("info", "episodes", "tasks"):
+                return (f"{f.path}: {f.message}" if f.path and f.count == 1 else f.message), f
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "target": self.target,

@@ -406,7 +406,8 @@ def test_corrupt_and_placeholder_parquet_fail_one_line_and_the_rest_is_processed
     assert len(errs) == 3 and "Traceback" not in res.output
     assert any("episode_000001.parquet: not a readable parquet file" in e for e in errs)
     assert any("episode_000002.parquet: cannot read the data pages" in e for e in errs)
-    assert any("episode_000003.parquet: not a parquet file: Git LFS pointer" in e for e in errs)
+    assert any("episode_000003.parquet: data file is a Git LFS pointer (object of 9,999 bytes not fetched); skipped"
+               in e for e in errs)
     files = {f["relpath"]: f for f in json.loads(res.stdout)["datasets"][0]["files"]}
     assert files["data/chunk-000/episode_000000.parquet"]["status"] == "resharded"
     assert_episode_aligned(d / "episode_000000.parquet")
@@ -414,7 +415,8 @@ def test_corrupt_and_placeholder_parquet_fail_one_line_and_the_rest_is_processed
         assert p.read_bytes() == content
     assert not glob.glob(str(d / f"{TMP_PREFIX}*"))
     text = run_cli(str(root))
-    assert text.exit_code == 1 and text.stdout.count("FAILED") == 3 and "1 already conform" in text.stdout
+    assert text.exit_code == 1 and text.stdout.count("FAILED") == 2 and "1 already conform" in text.stdout
+    assert "1 skipped (placeholders)" in text.stdout  # the LFS pointer is skipped with its one line
 
 
 def test_corrupt_page_deep_in_the_file_fails_mid_stream_and_leaves_no_temp(tmp_path):

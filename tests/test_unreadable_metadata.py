@@ -201,3 +201,123 @@ def test_every_file_of_a_clone_including_info_json(tmp_path):
     assert {(f.check, f.path) for f in r.findings} >= {("F004", "meta/info.json")}
     assert {f.check for f in r.findings} == {"F004"}  # stats.json (real JSON) is not called a placeholder
     assert [n.checks for n in r.not_checked] == ["all other checks"]
+
+
+# ---------------------------------------------------------------------- the other commands, same logic
+def test_diagnose_decode_names_placeholder_videos_and_exits_1():
+    from lerobot_tools.diagnose import DiagnoseOptions, diagnose
+
+    diag = diagnose([str(DS / "broken_lfs_clone")], DiagnoseOptions(frames=0))
+    (dd,) = diag.datasets
+    assert diag.exit_status() == 1
+    (cause,) = dd.causes
+    assert cause.count == 6 and cause.by_folder == {"meta/episodes/chunk-000": 3,
+                                                    "videos/observation.images.front/chunk-000": 3}
+    probs = {(p.check, p.message.split(" (3 occurrences")[0], p.count) for p in dd.problems}
+    assert ("F004", "observation.images.front: video file is a Git LFS pointer (object of 9,436 bytes not fetched)",
+            3) in probs
+    assert ("F004", "episode metadata file is a Git LFS pointer (object of 45,412 bytes not fetched)", 3) in probs
+    assert diag.summary()["unusable_files"] == 3  # the 3 videos; the metadata files are not video files
+    res = CliRunner().invoke(cli, ["diagnose-decode", "--frames", "0", str(DS / "broken_lfs_clone")])
+    assert res.exit_code == 1 and "nothing to decode" not in res.output
+    assert "  cause: 6 files are Git LFS pointers" in res.output
+
+
+def test_diagnose_decode_without_info_json_still_names_the_placeholder_videos(tmp_path):
+    import hashlib
+
+    from lerobot_tools.diagnose import DiagnoseOptions, diagnose
+
+    root = tmp_path / "ds"
+    shutil.copytree(FIXTURES / "real" / "h264-pandas3", root)
+    for p in [root / "meta/info.json", *sorted((root / "videos").rglob("*.mp4"))]:
+        data = p.read_bytes()
+        p.write_bytes(f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\n"
+                      f"size {len(data)}\n".encode())
+    diag = diagnose([str(root)], DiagnoseOptions(frames=0))
+    (dd,) = diag.datasets
+    assert diag.exit_status() == 1 and dd.causes[0].count == 3
+    assert sorted((p.check, p.paths[0]) for p in dd.problems) == [
+        ("F004", "meta/info.json"), ("F004", "videos/observation.images.front/chunk-000/file-000.mp4"),
+        ("F004", "videos/observation.images.wrist/chunk-000/file-000.mp4")]
+
+
+def test_diagnose_decode_reports_unreadable_episode_metadata_with_healthy_videos():
+    from lerobot_tools.diagnose import DiagnoseOptions, diagnose
+
+    diag = diagnose([str(DS / "broken_episodes_lfs")], DiagnoseOptions(frames=0))
+    (dd,) = diag.datasets
+    assert diag.exit_status() == 1
+    assert [(p.check, p.paths, p.message) for p in dd.problems if p.severity == "error"] == [
+        ("F004", ["meta/episodes.jsonl"], "episode metadata file is a Git LFS pointer (object of 207 bytes not fetched)")]
+    assert dd.files_per_key == {"observation.images.front": 3} and dd.groups  # the 3 videos were still probed
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name,refusal", [
+    ("broken_lfs_clone", "10 files are Git LFS pointers whose content was never fetched"),
+    ("broken_episodes_lfs", "meta/episodes.jsonl: episode metadata file is a Git LFS pointer (object of 207 bytes "
+                            "not fetched); fix: fetch the content: `git lfs pull`"),
+    ("broken_truncated_episodes", "meta/episodes/chunk-000/file-001.parquet: episode metadata file is truncated"),
+])
+def test_repair_refuses_with_the_root_cause_and_writes_nothing(tmp_path, name, refusal):
+    root = tmp_path / name
+    shutil.copytree(DS / name, root)
+    info = json.loads((root / "meta/info.json").read_text())
+    info["total_episodes"] += 7  # a counter repair would "fix" from what it cannot read
+    (root / "meta/info.json").write_text(json.dumps(info, indent=4))
+    before = _tree(root)
+    res = CliRunner().invoke(cli, ["repair", str(root)])
+    assert res.exit_code == 1, res.output
+    assert f"  refused: {refusal}" in res.output and "nothing is repaired until the cause is fixed" in res.output
+    assert _tree(root) == before and not (root / ".lrtool").exists()
+    res = CliRunner().invoke(cli, ["repair", "--format", "json", str(root)])
+    (d,) = json.loads(res.output)["datasets"]
+    assert d["refused"].startswith(refusal.split(";")[0]) and d["repairs"] == []
+
+
+def test_smoke_refuses_with_the_root_cause():
+    from io import StringIO
+
+    from lerobot_tools.smoke import SmokeOptions
+    from lerobot_tools.smoke.pipeline import smoke
+    from lerobot_tools.smoke.render import render_text
+
+    reports = smoke([str(DS / "broken_lfs_clone")], SmokeOptions())
+    assert [r.status for r in reports] == ["blocked"]
+    out = StringIO()
+    render_text(reports, out)
+    assert ("smoke: " + str(DS / "broken_lfs_clone") + ": not run: validate found errors that break loading (F004); "
+            "cause: 10 files are Git LFS pointers whose content was never fetched") in out.getvalue()
+
+
+def test_reshard_skips_placeholders_with_one_line_each(tmp_path):
+    import hashlib
+
+    root = tmp_path / "ds"
+    shutil.copytree(FIXTURES / "real" / "multifile-pandas3", root)
+    for i in (1, 2):
+        p = root / f"data/chunk-000/file-00{i}.parquet"
+        data = p.read_bytes()
+        p.write_bytes(f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\n"
+                      f"size {len(data)}\n".encode())
+    before = _tree(root)
+    res = CliRunner().invoke(cli, ["reshard", str(root)])
+    assert res.exit_code == 1
+    lines = [ln for ln in res.output.splitlines() if ln.strip().startswith("skipped")]
+    assert lines == [
+        "  skipped       data/chunk-000/file-001.parquet: data file is a Git LFS pointer (object of 7,869 bytes not "
+        "fetched); skipped (restore its content, then rerun)",
+        "  skipped       data/chunk-000/file-002.parquet: data file is a Git LFS pointer (object of 5,133 bytes not "
+        "fetched); skipped (restore its content, then rerun)",
+    ]
+    after = _tree(root)
+    for i in (1, 2):  # the placeholders are left as they are
+        rel = f"data/chunk-000/file-00{i}.parquet"
+        assert after[rel] == before[rel]
+    res = CliRunner().invoke(cli, ["reshard", str(DS / "broken_episodes_lfs"), "--dry-run"])
+    assert res.exit_code == 1 and ("failed: meta/episodes.jsonl is a Git LFS pointer (object of 207 bytes not fetched): "
+                                   "the episodes of the data files are unknown, nothing is resharded") in res.output

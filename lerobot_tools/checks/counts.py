@@ -12,7 +12,7 @@ import re
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.files import report_unreadable
 from lerobot_tools.dataset.model import INFO_PATH, V2_EPISODES_PATH
-from lerobot_tools.dataset.placeholders import UnreadableFileError, check_metadata_file
+from lerobot_tools.dataset.placeholders import UnreadableFileError
 from lerobot_tools.errors import DatasetError
 
 
@@ -33,14 +33,10 @@ def run_metadata(ctx: CheckContext) -> None:
         episodes = ds.episodes
     except DatasetError as exc:
         ctx.episodes_cause = report_unreadable(ctx, exc, "C007", "episodes")
-        if ds.layout == "v3" and isinstance(exc, UnreadableFileError):
+        if isinstance(exc, UnreadableFileError):
             # v3.0 splits the metadata over several files: report every one that is unreadable, not the first
-            for rel in ds.episode_files:
-                if rel == exc.path:
-                    continue
-                try:
-                    check_metadata_file(ds.root / rel, rel, "parquet")
-                except UnreadableFileError as other:
+            for other in ds.unreadable_episode_files():
+                if other.path != exc.path:
                     report_unreadable(ctx, other, "C007", "episodes")
         ctx.skip("C001, C003-C006, T002, D001-D005, F010", f"{ctx.episodes_cause}: nothing is derived from it")
         _check_splits(ctx, None)

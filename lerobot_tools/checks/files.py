@@ -9,18 +9,12 @@ from __future__ import annotations
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.dataset.footers import read_footer
 from lerobot_tools.dataset.ondisk import data_files_from_layout, files_fitting
-from lerobot_tools.dataset.placeholders import (  # noqa: F401  (PLACEHOLDER_CHECKS re-exported)
-    PLACEHOLDER_CHECKS, UnreadableFileError, cause_of, check_metadata_file, describe, folder_of,
+from lerobot_tools.dataset.placeholders import (  # noqa: F401  (re-exported)
+    FILE_KIND_LABELS, PLACEHOLDER_CHECKS, UnreadableFileError, cause_of, check_metadata_file, describe,
+    file_kind_of, folder_of,
 )
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import Sniff, sniff
-
-#: ``file_kind`` subject value -> how a message names such a file.
-FILE_KIND_LABELS = {
-    "data": "data file", "video": "video file", "episodes": "episode metadata file", "tasks": "task table",
-    "stats": "statistics file", "episodes_stats": "per-episode statistics file", "info": "info.json",
-    "meta": "metadata file", "other": "file",
-}
 
 _CAUSE_GROUPS = {"lfs-pointer": "are Git LFS pointers", "error-page": "are error pages or text, not data",
                  "empty": "are empty (0 bytes)"}
@@ -69,7 +63,9 @@ def report_unreadable(ctx: CheckContext, exc: DatasetError, check: str, file_kin
     message = exc.message
     if message.startswith("is "):  # "is truncated: ..." reads on its own once the file's kind names it
         message = f"{FILE_KIND_LABELS.get(file_kind, 'file')} {message}"
-    ctx.emit(check, f"{message}{why}", exc.path, severity=severity)
+    # a truncated or unreadable file carries its kind, like a placeholder (repair refuses on it)
+    subject = {"file_kind": file_kind} if isinstance(exc, UnreadableFileError) else {}
+    ctx.emit(check, f"{message}{why}", exc.path, severity=severity, **subject)
     return f"{exc.path}: {exc.message}" if exc.path else exc.message
 
 
@@ -163,22 +159,6 @@ def run(ctx: CheckContext) -> None:
                 ctx.emit("F003", "file under meta/episodes/ is not a chunk-XXX/file-YYY.parquet; the loader "
                          "globs meta/episodes/*/*.parquet and may read it as episodes", rel, file_kind="episodes")
     _check_images(ctx)
-
-
-def file_kind_of(rel: str) -> str:
-    """The ``file_kind`` subject of a dataset file from its path (``data/...`` -> ``"data"``,
-    ``meta/tasks.parquet`` -> ``"tasks"``...; ``"other"`` outside the known places)."""
-    top = rel.split("/", 1)[0]
-    if top == "data":
-        return "data"
-    if top == "videos":
-        return "video"
-    if top != "meta":
-        return "other"
-    if rel.startswith("meta/episodes/") or rel == "meta/episodes.jsonl":
-        return "episodes"
-    return {"meta/tasks.parquet": "tasks", "meta/tasks.jsonl": "tasks", "meta/stats.json": "stats",
-            "meta/episodes_stats.jsonl": "episodes_stats", "meta/info.json": "info"}.get(rel, "meta")
 
 
 #: At most this many files are sniffed by :func:`scan_tree`.

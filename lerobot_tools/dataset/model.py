@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 from lerobot_tools._io import MAX_JSONL_BYTES, iter_lines_capped, load_json_file, loads_json, open_regular
 from lerobot_tools.dataset import templates as tpl
-from lerobot_tools.dataset.placeholders import check_metadata_file
+from lerobot_tools.dataset.placeholders import UnreadableFileError, check_metadata_file
 from lerobot_tools.errors import DatasetError, one_line
 
 INFO_PATH = "meta/info.json"
@@ -479,6 +479,23 @@ class Dataset:
                 ))
         return out
 
+    def unreadable_episode_files(self) -> list[UnreadableFileError]:
+        """Every episode-metadata file that is a placeholder or truncated (v3.0 may split the metadata over
+        many files; reading stops at the first bad one, this names them all). Missing files are not listed.
+
+        Returns:
+            One :class:`~lerobot_tools.dataset.placeholders.UnreadableFileError` per bad file, in path order.
+        """
+        rels = self.episode_files if self.layout == "v3" else [V2_EPISODES_PATH]
+        fmt = "parquet" if self.layout == "v3" else "jsonl"
+        out = []
+        for rel in rels:
+            try:
+                check_metadata_file(self.root / rel, rel, fmt)
+            except UnreadableFileError as exc:
+                out.append(exc)
+        return out
+
     @property
     def episode_indices(self) -> list[int]:
         return [e.episode_index for e in self.episodes]
@@ -631,24 +648,31 @@ class Dataset:
         return [VideoFile(rel, key, sorted(eps)) for (key, rel), eps in sorted(out.items(), key=lambda kv: (kv[0][0], kv[0][1]))]
 
     def files_under(self, subdir: str, suffix: str) -> list[str]:
-        """Relative paths of every regular file with ``suffix`` below ``subdir`` (sorted).
-
-        Hidden folders and hidden files are skipped: lerobot's ``data/*/*.parquet`` glob skips dot-files, and
-        lrtool's own temporary files (``.lrtool-tmp-*``, left by a killed run) are not dataset files.
-        """
-        base = self.root / subdir
-        out: list[str] = []
-        if not base.is_dir():
-            return out
-        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in filenames:
-                if name.endswith(suffix) and not name.startswith("."):
-                    out.append(Path(dirpath, name).relative_to(self.root).as_posix())
-        return sorted(out)
+        """Relative paths of every regular file with ``suffix`` below ``subdir`` (sorted); see :func:`files_under`."""
+        return files_under(self.root, subdir, suffix)
 
     def __repr__(self) -> str:
         return f"Dataset({str(self.root)!r}, codebase_version={self.codebase_version!r})"
+
+
+def files_under(root: str | os.PathLike, subdir: str, suffix: str) -> list[str]:
+    """Relative paths (from ``root``) of every regular file with ``suffix`` below ``root/subdir`` (sorted).
+
+    Usable without a readable ``meta/info.json``. Hidden folders and hidden files are skipped: lerobot's
+    ``data/*/*.parquet`` glob skips dot-files, and lrtool's own temporary files (``.lrtool-tmp-*``, left by a
+    killed run) are not dataset files. Symlinked folders are not followed.
+    """
+    root = Path(root)
+    base = root / subdir
+    out: list[str] = []
+    if not base.is_dir():
+        return out
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.endswith(suffix) and not name.startswith("."):
+                out.append(Path(dirpath, name).relative_to(root).as_posix())
+    return sorted(out)
 
 
 def open_dataset(root: str | os.PathLike) -> Dataset:

@@ -40,6 +40,30 @@ _TAIL_BYTES = 64
 _JSON_ERROR_BODY = re.compile(rb'^\s*\{\s*"(error|errors|message|detail)"\s*:')
 
 
+#: ``file_kind`` subject value -> how a message names such a file.
+FILE_KIND_LABELS = {
+    "data": "data file", "video": "video file", "episodes": "episode metadata file", "tasks": "task table",
+    "stats": "statistics file", "episodes_stats": "per-episode statistics file", "info": "info.json",
+    "meta": "metadata file", "other": "file",
+}
+
+
+def file_kind_of(rel: str) -> str:
+    """The ``file_kind`` subject of a dataset file from its path (``data/...`` -> ``"data"``,
+    ``meta/tasks.parquet`` -> ``"tasks"``...; ``"other"`` outside the known places)."""
+    top = rel.split("/", 1)[0]
+    if top == "data":
+        return "data"
+    if top == "videos":
+        return "video"
+    if top != "meta":
+        return "other"
+    if rel.startswith("meta/episodes/") or rel == "meta/episodes.jsonl":
+        return "episodes"
+    return {"meta/tasks.parquet": "tasks", "meta/tasks.jsonl": "tasks", "meta/stats.json": "stats",
+            "meta/episodes_stats.jsonl": "episodes_stats", "meta/info.json": "info"}.get(rel, "meta")
+
+
 class UnreadableFileError(DatasetError):
     """A file exists but holds no usable content: a placeholder (Git LFS pointer, error page, empty file,
     text) or a truncated file.

@@ -219,6 +219,8 @@ class DatasetDiagnosis:
         streams: header-probed files; groups: identical streams grouped.
         problems: what goes wrong, each with what to do.
         notes: remarks (subset of episodes, metadata fallback ...); seconds: probe time.
+        causes: causes many files share (:class:`lerobot_tools.findings.RootCause`: Git LFS pointers of a clone
+            without ``git lfs pull``, saved error pages), said once before the problems.
     """
 
     target: str
@@ -233,6 +235,7 @@ class DatasetDiagnosis:
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    causes: list = field(default_factory=list)
 
     @property
     def has_errors(self) -> bool:
@@ -245,6 +248,7 @@ class DatasetDiagnosis:
             "files_per_key": self.files_per_key, "streams": [s.to_dict() for s in self.streams],
             "groups": [g.to_dict() for g in self.groups], "problems": [p.to_dict() for p in self.problems],
             "notes": self.notes, "seconds": round(self.seconds, 4),
+            **({"causes": [c.to_dict() for c in self.causes]} if self.causes else {}),
         }
 
 
@@ -287,7 +291,8 @@ class Diagnosis:
         for d in self.datasets:
             for p in d.problems:
                 sev[p.severity] = sev.get(p.severity, 0) + 1
-                if p.check in UNUSABLE_CHECKS or p.kind == "decode-failed":
+                video_file = bool(p.paths) and not p.paths[0].startswith("meta/")  # not an unreadable metadata file
+                if (p.check in UNUSABLE_CHECKS and video_file) or p.kind == "decode-failed":
                     unusable += p.count
         formats: dict[str, dict] = {}
         for d in self.datasets:

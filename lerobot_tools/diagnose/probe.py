@@ -6,7 +6,10 @@ from __future__ import annotations
 import time
 
 from lerobot_tools.checks.catalogue import get as catalogue_entry
-from lerobot_tools.checks.files import PLACEHOLDER_CHECKS
+from lerobot_tools.dataset.ondisk import video_files_from_layout
+from lerobot_tools.dataset.placeholders import (
+    FILE_KIND_LABELS, PLACEHOLDER_CHECKS, UnreadableFileError, describe, file_kind_of, folder_of, shared_causes,
+)
 from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.diagnose.model import (
@@ -80,18 +83,45 @@ def group_problems(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _files_for(ds, target: Target, notes: list[str]) -> list[tuple[str, str]]:
-    """``(video_key, relpath)`` of the referenced video files, honouring a mixture's episode subset."""
+def _unreadable_problem(exc: DatasetError, raw: list[Problem], placeholders: dict, fetch: str) -> None:
+    """A metadata file that cannot be read, as validate reports it: a placeholder by F004/F005/F006 naming what
+    it is, anything else by C007 (the episode metadata) or I002 (info.json)."""
+    rel = exc.path or ""
+    label = FILE_KIND_LABELS.get(file_kind_of(rel), "file")
+    if isinstance(exc, UnreadableFileError) and exc.placeholder:
+        placeholders[rel] = exc.sniffed
+        action = (f"fetch the real file: `git lfs pull` in the dataset repo, or re-download it ({fetch})"
+                  if exc.check == "F004" else _placeholder_action(exc.check, fetch))
+        raw.append(_defect(exc.check, f"{label} {describe(exc.sniffed)}", rel,
+                           f"{label}s under {folder_of(rel)}/ are {_PLACEHOLDER_GROUPS[exc.check]}", action=action))
+    else:
+        check = "I002" if rel == "meta/info.json" else "C007"
+        msg = f"{label} {exc.message}" if exc.message.startswith("is ") else exc.message
+        raw.append(_defect(check, msg, rel or None, None, action=f"restore the file (re-download it: {fetch})"))
+
+
+def _files_for(ds, target: Target, notes: list[str], raw: list[Problem], placeholders: dict,
+               fetch: str) -> list[tuple[str, str]] | None:
+    """``(video_key, relpath)`` of the referenced video files, honouring a mixture's episode subset.
+
+    When the episode metadata is unreadable, it is reported (as validate does) and the files come from
+    ``video_path`` and the folders on disk (:func:`lerobot_tools.dataset.ondisk.video_files_from_layout`);
+    returns None when even that fails (the problem is recorded)."""
     try:
         files = ds.video_files()
     except DatasetError as exc:
-        notes.append(f"episode metadata unreadable ({exc}); using the .mp4 files found under videos/")
-        out = []
-        for rel in ds.files_under("videos", ".mp4"):
-            key = next((k for k in sorted(ds.video_keys, key=len, reverse=True) if f"/{k}/" in f"/{rel}"), None)
-            if key:
-                out.append((key, rel))
-        return out
+        if exc.path and (exc.path.startswith("meta/episodes") or isinstance(exc, UnreadableFileError)):
+            _unreadable_problem(exc, raw, placeholders, fetch)
+            for other in ds.unreadable_episode_files():  # v3.0: every bad file, not only the first
+                if other.path != exc.path:
+                    _unreadable_problem(other, raw, placeholders, fetch)
+        try:
+            layout = video_files_from_layout(ds)
+        except DatasetError as exc2:
+            raw.append(_defect("I008", f"the video files cannot be found: {exc2}", None, None))
+            return None
+        notes.append(f"the episode metadata is unreadable: video files taken from {layout.source}")
+        return [(vf.video_key, vf.relpath) for vf in layout.files]
     sub = EpisodeSubset.of(target)
     if not sub.whole:
         kept = [vf for vf in files if any(sub.wants(e) for e in vf.episodes)]
@@ -106,7 +136,7 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
     Never raises for bad data: an unresolved target, a missing ``info.json`` or bad files become problems.
     Uses PyAV (when importable) and pure-Python layers only; does not import torch.
     """
-    from lerobot_tools.dataset.model import Dataset
+    from lerobot_tools.dataset.model import Dataset, files_under
     from lerobot_tools.video.probe import probe_video, pyav_available
 
     t0 = time.perf_counter()
@@ -117,10 +147,30 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
         dd.error = target.error
         dd.problems.append(_defect(target.error_check, f"cannot diagnose: {target.error}", None, None))
         return dd
+    fetch = (f"`lrtool prefetch {target.repo_id}`" if target.repo_id
+             else "e.g. `hf download REPO_ID --repo-type dataset --local-dir DATASET_FOLDER`")
+    placeholders: dict = {}  # relpath -> sniff of every placeholder seen, for the causes said once
+    raw: list[Problem] = []  # grouped at the end
     try:
         ds = Dataset(target.root)
         dd.codebase_version = ds.codebase_version
         keys = ds.video_keys
+    except UnreadableFileError as exc:
+        dd.error = str(exc)
+        _unreadable_problem(exc, raw, placeholders, fetch)
+        if exc.placeholder:  # the videos of such a download are most likely placeholders too: name them
+            root = target.root
+            for rel in files_under(root, "videos", ".mp4"):
+                sn = sniff(root / rel)
+                check = PLACEHOLDER_CHECKS.get(sn.kind)
+                if check:
+                    placeholders[rel] = sn
+                    raw.append(_defect(check, f"video file {describe(sn)}", rel,
+                                       f"video files under {folder_of(rel)}/ are {_PLACEHOLDER_GROUPS[check]}",
+                                       action=_placeholder_action(check, fetch)))
+        dd.problems.extend(group_problems(raw))
+        dd.causes = shared_causes(placeholders)
+        return dd
     except DatasetError as exc:
         dd.error = str(exc)
         dd.problems.append(Problem(ERROR, "target", f"cannot diagnose: {exc}"))
@@ -129,16 +179,16 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
     if not keys:
         dd.notes.append("no video features in info.json: nothing to decode")
         return dd
-    files = _files_for(ds, target, dd.notes)
+    files = _files_for(ds, target, dd.notes, raw, placeholders, fetch)
+    if files is None:
+        dd.problems.extend(group_problems(raw))
+        return dd
     use_pyav = pyav_available()
     if not use_pyav:
         dd.notes.append("PyAV is not importable: headers come from the MP4 boxes only (no pix_fmt)")
     info_fps = ds.fps
     features = ds.features
-    fetch = (f"`lrtool prefetch {target.repo_id}`" if target.repo_id
-             else "e.g. `hf download REPO_ID --repo-type dataset --local-dir DATASET_FOLDER`")
     headed: set[str] = set()
-    raw: list[Problem] = []  # grouped at the end
     light = 0  # healthy files checked without reading their decoder header
     for key, rel in files:
         dd.files_per_key[key] = dd.files_per_key.get(key, 0) + 1
@@ -155,8 +205,9 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
             continue
         placeholder = PLACEHOLDER_CHECKS.get(sn.kind)
         if placeholder:
-            raw.append(_defect(placeholder, f"{key}: not a video: {sn.detail}", rel,
-                               f"{key}: video files are {_PLACEHOLDER_GROUPS[placeholder]}",
+            placeholders[rel] = sn
+            raw.append(_defect(placeholder, f"{key}: video file {describe(sn)}", rel,
+                               f"{key}: video files under {folder_of(rel)}/ are {_PLACEHOLDER_GROUPS[placeholder]}",
                                action=_placeholder_action(placeholder, fetch)))
             continue
         want_header = all_files or key not in headed
@@ -181,9 +232,16 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
                                action=f"trust the file: correct features[\"{key}\"] in meta/info.json (tools and "
                                       "loaders that read info.json are misled)"))
     dd.problems.extend(group_problems(raw))
+    dd.causes = shared_causes(placeholders)
     for key in keys:
         if key not in dd.files_per_key:
-            dd.notes.append(f"{key}: no video file is referenced by the episode metadata")
+            if any(n.startswith("the episode metadata is unreadable") for n in dd.notes):
+                # nothing can be decoded for this camera: an error, never "nothing to decode"
+                dd.problems.append(_defect("F002", f"{key}: no video file found (the episode metadata is unreadable "
+                                           "and no file on disk fits video_path)", None, None,
+                                           action=f"re-download the dataset's videos ({fetch})"))
+            else:
+                dd.notes.append(f"{key}: no video file is referenced by the episode metadata")
     if light:
         dd.notes.append(f"decoder headers read for the first healthy file of each video feature ({len(dd.streams)} "
                         f"of {len(dd.streams) + light} healthy files; the others were checked for presence and "

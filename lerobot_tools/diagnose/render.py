@@ -75,6 +75,8 @@ def render_text(diag: Diagnosis, out: IO[str], *, color: bool = False) -> None:
         out.write(f"\n{dd.target}{version}{where}\n")
         if dd.root and dd.root != dd.target:
             out.write(f"  root: {dd.root}\n")
+        for c in dd.causes:
+            out.write(f"  {paint('cause', ERROR)}: {c.line()}\n")
         for g in dd.groups:
             keys = ", ".join(f"{k} ({dd.files_per_key.get(k, 0)} file(s))" for k in g.video_keys)
             fps = f" {g.fps:g} fps" if g.fps else ""

@@ -122,6 +122,8 @@ def result_to_dict(result) -> dict[str, Any]:
     if plan.cannot_run:
         d["error"] = plan.cannot_run
         return d
+    if plan.refused:
+        d["refused"] = plan.refused
     d["repairs"] = [r.to_dict() for r in plan.repairs]
     d["findings"] = [disp.to_dict() for disp in plan.dispositions]
     d["changes"] = result.changes if getattr(result, "changes", None) is not None else plan_changes(plan)
@@ -151,7 +153,9 @@ def render_result(result, out: IO[str]) -> None:
         out.write(f"  cannot repair: {plan.cannot_run}\n\n")
         return
     others = [d for d in plan.dispositions if d.action != "repair"]
-    if not plan.repairs:
+    if plan.refused:
+        out.write(f"  refused: {plan.refused}\n  nothing is repaired until the cause is fixed\n")
+    elif not plan.repairs:
         out.write("  nothing to repair\n")
     else:
         out.write("  would repair:\n" if result.dry_run else "  repairs:\n")

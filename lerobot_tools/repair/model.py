@@ -221,6 +221,8 @@ class RepairPlan:
         dispositions: per finding of ``before``: repaired, not repairable, or not selected by ``--only``.
         text_changes, parquet_changes, tasks_rewrite, moves: the concrete changes.
         cannot_run: why nothing can be done (unresolved target, hub cache, ...); then exit status 2.
+        refused: the root cause for which no repair is planned (Git LFS pointers, error pages, unreadable
+            metadata the repairs read), said once; the findings stay listed (exit status 1).
     """
 
     target: str
@@ -235,6 +237,7 @@ class RepairPlan:
     tasks_rewrite: TasksRewrite | None = None
     moves: list[Move] = field(default_factory=list)
     cannot_run: str | None = None
+    refused: str | None = None
 
     @property
     def empty(self) -> bool:

@@ -46,6 +46,22 @@ def cannot_run_reason(target: Target) -> str | None:
     return None
 
 
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def refusal_reason(report) -> str | None:
+    """Why no repair may be planned for a dataset, or None: its root cause
+    (:meth:`~lerobot_tools.findings.DatasetReport.root_cause`: a cause many files share, such as a clone without
+    ``git lfs pull``, or a metadata file every repair reads that is a placeholder or truncated), with its fix. A
+    repair computed without that content could write wrong counts or drop rows: the cause is fixed first."""
+    found = report.root_cause()
+    if found is None:
+        return None
+    line, finding = found
+    return f"{line}; fix: {_lower(_todo(finding.check))}" if finding is not None else line
+
+
 def plan_repair(target: Target, options: RepairOptions | None = None) -> RepairPlan:
     """Validate ``target`` and plan the repairs of every repairable finding.
 
@@ -55,7 +71,8 @@ def plan_repair(target: Target, options: RepairOptions | None = None) -> RepairP
 
     Returns:
         The plan; ``plan.cannot_run`` is set (and nothing planned) when the target is unresolved or lives in
-        a hub snapshot cache. Never raises for dataset problems.
+        a hub snapshot cache; ``plan.refused`` (and nothing planned) when content the repairs read is not on
+        disk (:func:`refusal_reason`). Never raises for dataset problems.
     """
     options = options or RepairOptions()
     plan = RepairPlan(target=target.spec, root=target.root)
@@ -65,6 +82,10 @@ def plan_repair(target: Target, options: RepairOptions | None = None) -> RepairP
     report = validate_target(target, options.validate_options())
     plan.before = report
     plan.codebase_version = report.codebase_version
+    plan.refused = refusal_reason(report)
+    if plan.refused:
+        plan.dispositions = _dispositions(report.findings, [], [], options)
+        return plan
     try:
         ds = Dataset(target.root)
     except DatasetError:

@@ -121,7 +121,8 @@ class FileResult:
         relpath: path relative to the dataset root (``data/chunk-000/file-000.parquet``).
         status: ``"resharded"`` (rewritten, verified, replaced), ``"conforms"`` (already episode
             aligned, within the limit, page-indexed: skipped), ``"planned"`` (``--dry-run``: would be
-            rewritten), ``"failed"`` (left untouched; see ``error``).
+            rewritten), ``"skipped"`` (a placeholder: Git LFS pointer, error page, empty file; see ``error``),
+            ``"failed"`` (left untouched; see ``error``).
         reasons: why the file does not conform (empty when it does).
         rows: rows in the file (None when unreadable).
         episodes: distinct episodes found in the ``episode_index`` column (None when not read).
@@ -250,7 +251,8 @@ class ReshardRun:
     def summary(self) -> dict[str, Any]:
         """Counts and byte totals over the run."""
         files = self.files()
-        by = {s: sum(1 for f in files if f.status == s) for s in ("resharded", "conforms", "planned", "failed")}
+        by = {s: sum(1 for f in files if f.status == s)
+              for s in ("resharded", "conforms", "planned", "skipped", "failed")}
         return {
             "datasets": len(self.datasets),
             "datasets_failed": sum(1 for d in self.datasets if d.error),

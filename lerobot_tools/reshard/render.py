@@ -11,8 +11,9 @@ from lerobot_tools.reshard.model import ReshardRun
 
 
 def exit_status(run: ReshardRun) -> int:
-    """0 = every file resharded, conforming or planned; 1 = a file or a dataset failed."""
-    if any(d.error for d in run.datasets) or any(f.status == "failed" for f in run.files()):
+    """0 = every file resharded, conforming or planned; 1 = a file or a dataset failed, or a placeholder file
+    was skipped (its dataset is not resharded in full)."""
+    if any(d.error for d in run.datasets) or any(f.status in ("failed", "skipped") for f in run.files()):
         return 1
     return 0
 
@@ -23,7 +24,7 @@ def errors(run: ReshardRun) -> Iterator[str]:
         if d.error:
             yield f"{d.target}: {d.error}"
         for f in d.files:
-            if f.status == "failed":
+            if f.status in ("failed", "skipped"):
                 yield f"{_join(d.root or d.target, f.relpath)}: {f.error}"
 
 
@@ -50,8 +51,8 @@ def render_text(run: ReshardRun, out: IO[str]) -> None:
                       f"{', '.join(d.removed_temps[:3])}{' ...' if len(d.removed_temps) > 3 else ''}\n")
         for f in d.files:
             label = {"resharded": "resharded", "conforms": "conforms", "planned": "would reshard",
-                     "failed": "FAILED"}[f.status]
-            if f.status == "failed":
+                     "skipped": "skipped", "failed": "FAILED"}[f.status]
+            if f.status in ("failed", "skipped"):
                 out.write(f"  {label:<13} {f.relpath}: {f.error}\n")
                 continue
             rg = (f"row groups {f.row_groups_before}" if f.status == "conforms"
@@ -73,12 +74,16 @@ def render_text(run: ReshardRun, out: IO[str]) -> None:
     if dry:
         out.write(f"Dry run: {s['files']} file(s) in {s['datasets']} dataset(s): {s['planned']} would be resharded "
                   f"(row groups {s['row_groups_before']} -> {s['row_groups_after']}), {s['conforms']} already conform, "
-                  f"{s['failed']} failed{failed_ds}; nothing written\n")
+                  f"{_skipped(s)}{s['failed']} failed{failed_ds}; nothing written\n")
     else:
         out.write(f"Summary: {s['files']} file(s) in {s['datasets']} dataset(s): {s['resharded']} resharded, "
-                  f"{s['conforms']} already conform, {s['failed']} failed{failed_ds}; row groups {s['row_groups_before']} -> "
+                  f"{s['conforms']} already conform, {_skipped(s)}{s['failed']} failed{failed_ds}; row groups {s['row_groups_before']} -> "
                   f"{s['row_groups_after']}; {human_size(s['bytes_before'])} -> {human_size(s['bytes_after'])}; "
                   f"{s['seconds']:.1f} s\n")
+
+
+def _skipped(summary: dict) -> str:
+    return f"{summary['skipped']} skipped (placeholders), " if summary.get("skipped") else ""
 
 
 def to_json(run: ReshardRun) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Iterable
 from lerobot_tools import _io
 from lerobot_tools._lock import dataset_lock
 from lerobot_tools._parallel import map_ordered
+from lerobot_tools.dataset.placeholders import UnreadableFileError, describe
 from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.errors import DatasetError, LrtoolError, one_line
 from lerobot_tools.reshard.model import DatasetResult, FileResult, ReshardOptions, ReshardRun, ShardCount
@@ -73,6 +74,10 @@ def _prepare(target, options: ReshardOptions, locks: contextlib.ExitStack | None
             raise DatasetError(f"unknown codebase_version {ds.codebase_version!r}", "meta/info.json")
         data_files = ds.data_files()
         files = [(str(ds.path(df.relpath)), df.relpath, df.episodes) for df in data_files]
+    except UnreadableFileError as exc:
+        dres.error = (f"{exc.path} {describe(exc.sniffed)}" if exc.placeholder else str(exc)) + \
+            ": the episodes of the data files are unknown, nothing is resharded"
+        return dres, []
     except LrtoolError as exc:
         dres.error = str(exc)
         return dres, []

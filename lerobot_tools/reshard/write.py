@@ -116,11 +116,13 @@ def reshard_file(path: Path, relpath: str, options: ReshardOptions, *, dataset: 
         progress: called with byte increments while the file is written (for a progress bar).
 
     Returns:
-        A :class:`FileResult`; ``status == "failed"`` with a one-line ``error`` when the file is
+        A :class:`FileResult`; ``status == "skipped"`` with a one-line ``error`` naming what the file is when it
+        is a placeholder (Git LFS pointer, error page, empty); ``status == "failed"`` with a one-line ``error`` when the file is
         missing, not parquet, corrupt, read-only, the disk is full, or verification fails; the
         original is then untouched.
     """
     from lerobot_tools.dataset.footers import read_footer
+    from lerobot_tools.dataset.placeholders import describe
     from lerobot_tools.sniff import sniff
 
     t0 = time.perf_counter()
@@ -129,6 +131,10 @@ def reshard_file(path: Path, relpath: str, options: ReshardOptions, *, dataset: 
         s = sniff(path)
         if s.kind == "missing":
             raise DatasetError("data file is missing")
+        if s.is_placeholder:  # a Git LFS pointer, an error page, an empty file: nothing to reshard
+            res.status = "skipped"
+            res.error = f"data file {describe(s)}; skipped (restore its content, then rerun)"
+            return res
         if s.kind != "ok":
             raise DatasetError(f"not a parquet file: {s.detail}")
         res.bytes_before = s.size

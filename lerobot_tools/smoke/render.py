@@ -30,7 +30,9 @@ def render_text(reports: list[SmokeReport], out: IO[str]) -> None:
         render_validate([r.validate for r in blocked], out)
         for r in blocked:
             ids = ", ".join(sorted({f.check for f in r.blocked}))
-            out.write(f"smoke: {r.target}: not run: validate found errors that break loading ({ids})\n")
+            cause = r.validate.root_cause()
+            why = f"; cause: {cause[0]}" if cause else ""
+            out.write(f"smoke: {r.target}: not run: validate found errors that break loading ({ids}){why}\n")
         out.write("\n")
     for r in reports:
         if r.blocked:
