@@ -1,0 +1,220 @@
+"""Mutation testing of the safety-critical modules: how many planted single-line bugs the tests catch.
+
+Uses mutmut 3 (https://mutmut.readthedocs.io; install with ``pip install -e '.[mutation]'``). mutmut rewrites a
+module into many variants ("mutants": ``<`` for ``<=``, ``and`` for ``or``, a changed constant, a removed call),
+each switched on at run time, and runs the tests that execute the mutated function against each variant. A mutant
+the tests fail on is *killed*; one they pass on *survived*: a bug of that shape would go unnoticed.
+
+Each module runs in its own scratch copy of the repository (``--workdir``, default a temporary folder) with a
+targeted test selection (the tests that exercise it, slow subprocess/kill tests left out), so modules do not wait
+for each other's tests and the repository is never modified. Not run in CI: a module takes minutes to an hour.
+
+Usage::
+
+    python benchmarks/mutation.py                      # every module in MODULES
+    python benchmarks/mutation.py reshard-verify sniff  # some of them
+    python benchmarks/mutation.py --list
+    python benchmarks/mutation.py reshard-verify --exclude tests/test_verifiers.py  # score without a test file
+    python benchmarks/mutation.py sniff --survivors     # also print the diff of every surviving mutant
+
+Prints, per module: mutants, killed, survived, timeout, no tests, the score (killed + timeout over all mutants
+that some test executes) and the wall time; then the overall score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: name -> (module file, pytest arguments selecting the tests that exercise it)
+MODULES: dict[str, tuple[str, list[str]]] = {
+    "reshard-verify": ("lerobot_tools/reshard/verify.py", [
+        "tests/test_verifiers.py", "-k", "reshard or verification or oversize or compression or values_nan",
+        "tests/test_reshard.py"]),
+    "repair-parquet": ("lerobot_tools/repair/parquet.py", [
+        "tests/test_verifiers.py", "-k", "repair or tasks", "tests/test_repair.py"]),
+    "repair-backup": ("lerobot_tools/repair/backup.py", [
+        "tests/test_verifiers.py", "-k", "undo or repair_backup",
+        "tests/test_repair_backups.py", "tests/test_repair.py"]),
+    "prefetch-local": ("lerobot_tools/prefetch/local.py", [
+        "tests/test_verifiers.py", "-k", "prefetch or local", "tests/test_prefetch.py"]),
+    "prefetch-download": ("lerobot_tools/prefetch/hub.py", [
+        "tests/test_verifiers.py", "-k", "prefetch or hub", "tests/test_prefetch.py"]),
+    "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
+    "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
+    "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py"]),
+    "checks-files": ("lerobot_tools/checks/files.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+    "checks-counts": ("lerobot_tools/checks/counts.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+    "checks-info": ("lerobot_tools/checks/info.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+    "checks-schema": ("lerobot_tools/checks/schema.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+    "checks-rowgroups": ("lerobot_tools/checks/rowgroups.py", [
+        "tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+    "checks-tasks": ("lerobot_tools/checks/tasks.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+    "checks-videos": ("lerobot_tools/checks/videos.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+    "checks-deep": ("lerobot_tools/checks/deep.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+}
+
+#: tests left out everywhere: subprocesses killed at random moments, real tmpfs mounts, several processes racing
+#: (minutes each, and a planted bug there is caught by the faster tests or not at all).
+SLOW = "not sigkill and not kill_ and not tmpfs and not two_processes and not real_writer and not gpu"
+
+#: what is copied into the scratch folder
+COPY = ("lerobot_tools", "tests", "fixtures", "pyproject.toml")
+
+
+def _selection(args: list[str], exclude: list[str]) -> list[str]:
+    """One pytest argument list for a module: its test files minus ``exclude``, and a single ``-k`` (pytest keeps
+    only the last ``-k``) in which a ``-k`` written after a file applies to that file only, slow tests left out."""
+    files: list[str] = []
+    keys: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "-k":
+            i += 2
+            continue
+        key = args[i + 2] if i + 2 < len(args) and args[i + 1] == "-k" else None
+        if a not in exclude:
+            files.append(a)
+            if key:
+                keys.append(f"({Path(a).stem} and ({key}))")
+            else:
+                keys.append(Path(a).stem)
+        i += 1
+    if not files:
+        return []
+    k = f"({' or '.join(keys)}) and {SLOW}"
+    return [*files, "-k", k]
+
+
+def _write_config(work: Path, module: str, selection: list[str]) -> None:
+    lines = ["[mutmut]", "source_paths = lerobot_tools", f"only_mutate = {module}", "also_copy =",
+             "    fixtures", "pytest_add_cli_args_test_selection ="]
+    lines += [f"    {a}" for a in selection]
+    lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q", ""]
+    (work / "setup.cfg").write_text("\n".join(lines))
+
+
+def _results(work: Path) -> dict[str, str]:
+    """mutant name -> status, from ``mutmut results --all true``."""
+    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=work, text=True,
+                         capture_output=True, env=_env(work)).stdout
+    res = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+): (.+)$", line)
+        if m:
+            res[m.group(1)] = m.group(2).strip()
+    return res
+
+
+def _env(work: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(work / "mutants")
+    return env
+
+
+def run_module(name: str, workdir: Path, exclude: list[str], max_children: int, survivors: bool) -> dict:
+    module, args = MODULES[name]
+    work = workdir / name
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    for item in COPY:
+        src = REPO / item
+        if src.is_dir():
+            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(src, work / item)
+    selection = _selection(args, exclude)
+    _write_config(work, module, selection)
+    t0 = time.perf_counter()
+    log = work / "mutmut.log"
+    with open(log, "w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
+                              cwd=work, stdout=fh, stderr=subprocess.STDOUT, env=_env(work))
+    seconds = time.perf_counter() - t0
+    res = _results(work)
+    counts: dict[str, int] = {}
+    for status in res.values():
+        counts[status] = counts.get(status, 0) + 1
+    killed = counts.get("killed", 0)
+    timeout = counts.get("timeout", 0)
+    survived = counts.get("survived", 0)
+    no_tests = counts.get("no tests", 0)
+    executed = sum(counts.values()) - no_tests - counts.get("skipped", 0)
+    row = {"module": name, "file": module, "mutants": len(res), "killed": killed, "survived": survived,
+           "timeout": timeout, "no_tests": no_tests, "other": {k: v for k, v in counts.items() if k not in
+                                                              ("killed", "survived", "timeout", "no tests")},
+           "score": (killed + timeout) / executed if executed else None, "seconds": round(seconds, 1),
+           "exit": proc.returncode, "log": str(log)}
+    if survivors:
+        row["survivors"] = {}
+        for mutant, status in sorted(res.items()):
+            if status == "survived":
+                diff = subprocess.run([sys.executable, "-m", "mutmut", "show", mutant], cwd=work, text=True,
+                                      capture_output=True, env=_env(work)).stdout
+                row["survivors"][mutant] = diff
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("modules", nargs="*", help="names from --list (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the modules and their test selections")
+    ap.add_argument("--exclude", action="append", default=[], help="a test file to leave out (repeatable)")
+    ap.add_argument("--workdir", type=Path, default=None, help="scratch folder (default: a temporary one, kept)")
+    ap.add_argument("--max-children", type=int, default=max(1, (os.cpu_count() or 2)))
+    ap.add_argument("--survivors", action="store_true", help="print the diff of every surviving mutant")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows to this file")
+    a = ap.parse_args()
+    if a.list:
+        for name, (module, args) in MODULES.items():
+            print(f"{name:18s} {module:40s} {' '.join(_selection(args, []))}")
+        return 0
+    try:
+        import mutmut  # noqa: F401
+    except ImportError:
+        print("mutmut is not installed: pip install -e '.[mutation]'", file=sys.stderr)
+        return 2
+    names = a.modules or list(MODULES)
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        print(f"unknown module(s): {', '.join(unknown)} (see --list)", file=sys.stderr)
+        return 2
+    workdir = a.workdir or Path(tempfile.mkdtemp(prefix="lrtool-mutation-"))
+    rows = []
+    print(f"{'module':18s} {'mutants':>7s} {'killed':>6s} {'surv.':>5s} {'t/o':>4s} {'no test':>7s} {'score':>6s} "
+          f"{'seconds':>8s}", flush=True)
+    for name in names:
+        row = run_module(name, workdir, a.exclude, a.max_children, a.survivors)
+        rows.append(row)
+        score = f"{row['score']:.0%}" if row["score"] is not None else "-"
+        print(f"{name:18s} {row['mutants']:7d} {row['killed']:6d} {row['survived']:5d} {row['timeout']:4d} "
+              f"{row['no_tests']:7d} {score:>6s} {row['seconds']:8.0f}" + (f"  (mutmut exit {row['exit']}, see "
+                                                                            f"{row['log']})" if row["exit"] else ""),
+              flush=True)
+        for mutant, diff in row.get("survivors", {}).items():
+            print(f"--- survived: {mutant}\n{diff}")
+    killed = sum(r["killed"] + r["timeout"] for r in rows)
+    executed = sum(r["mutants"] - r["no_tests"] - r["other"].get("skipped", 0) for r in rows)
+    if executed:
+        print(f"{'overall':18s} {sum(r['mutants'] for r in rows):7d} {killed:6d} "
+              f"{sum(r['survived'] for r in rows):5d} {'':4s} {'':7s} {killed / executed:6.0%}")
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
