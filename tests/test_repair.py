@@ -782,7 +782,8 @@ def test_import_does_not_load_torch_or_datasets():
 # ---------------------------------------------------------------------- loader helper
 def _lerobot_load(root: Path, tmp_path: Path):
     """Load the data like lerobot v3 (``Dataset.from_parquet`` with Features built from info.json); returns the
-    rows as Python objects, or None when the cast fails."""
+    rows as Python objects, or None when the cast to the declared features fails (datasets wraps the cast's
+    ``TypeError`` in ``DatasetGenerationError``); any other error propagates."""
     datasets = pytest.importorskip("datasets")
     from datasets import Features, List, Value
 
@@ -794,8 +795,10 @@ def _lerobot_load(root: Path, tmp_path: Path):
     files = [str(p) for p in sorted((root / "data").glob("*/*.parquet"))]
     try:
         ds = datasets.Dataset.from_parquet(files, features=Features(feats), cache_dir=str(tmp_path / "hf-cache"))
-    except Exception:
-        return None
+    except datasets.exceptions.DatasetGenerationError as exc:
+        if isinstance(exc.__cause__, TypeError) and "Couldn't cast" in str(exc.__cause__):
+            return None
+        raise
     return ds.to_dict()
 
 

@@ -69,7 +69,8 @@ def test_clean_v30_passes_with_workers_and_reports_measurements(tmp_path):
         # the process tree: the main process (torch + torchcodec + datasets, >150 MB) plus two workers
         assert run["peak_rss_bytes"] > 150 * 2**20
     assert d["peak_rss_bytes"] >= max(run["peak_rss_bytes"] for run in d["loaders"])
-    assert d["peak_pss_bytes"] is None or d["peak_pss_bytes"] <= d["peak_rss_bytes"]
+    if sys.platform.startswith("linux"):  # PSS comes from /proc/PID/smaps_rollup
+        assert 0 < d["peak_pss_bytes"] <= d["peak_rss_bytes"]
 
 
 @needs_ffmpeg
