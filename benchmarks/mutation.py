@@ -101,7 +101,11 @@ def _write_config(work: Path, module: str, selection: list[str]) -> None:
     lines = ["[mutmut]", "source_paths = lerobot_tools", f"only_mutate = {module}", "also_copy =",
              "    fixtures", "pytest_add_cli_args_test_selection ="]
     lines += [f"    {a}" for a in selection]
-    lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q", ""]
+    lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q",
+              # a mutant that loops forever is a timeout after 2x its tests' normal time + 10 s (default 15x + 1 s:
+              # minutes per hanging mutant on the slower test selections)
+              "timeout_multiplier = 2.0", "timeout_constant = 10.0",
+              "debug = true", ""]  # pytest's output goes to the log: a failing baseline run is diagnosable
     (work / "setup.cfg").write_text("\n".join(lines))
 
 
@@ -140,9 +144,12 @@ def run_module(name: str, workdir: Path, exclude: list[str], max_children: int, 
     _write_config(work, module, selection)
     t0 = time.perf_counter()
     log = work / "mutmut.log"
-    with open(log, "w") as fh:
-        proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
-                              cwd=work, stdout=fh, stderr=subprocess.STDOUT, env=_env(work))
+    for attempt in (1, 2):  # the first baseline (stats) run in a fresh copy occasionally fails on a loaded
+        with open(log, "a") as fh:  # machine; mutmut resumes where it stopped
+            proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
+                                  cwd=work, stdout=fh, stderr=subprocess.STDOUT, env=_env(work))
+        if proc.returncode == 0:
+            break
     seconds = time.perf_counter() - t0
     res = _results(work)
     counts: dict[str, int] = {}
