@@ -557,3 +557,64 @@ def test_prefetch_dry_run_checks_files_on_disk(tmp_path):
         assert srv.counts().get("get", 0) == 0 and res.downloaded == 0
         after = {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
         assert after == snapshot  # nothing written, not even the metadata of the hashed copy
+
+
+# ------------------------------------------------------------------------------------------------ reshard content
+def _eq(a, b) -> bool:
+    from lerobot_tools.reshard.verify import _arrays_equal
+
+    return _arrays_equal(a, b)
+
+
+@pytest.mark.parametrize("a, b, equal", [
+    (pa.array([1, 2]), pa.array([1, 2]), True),
+    (pa.array([1, 2]), pa.array([1, 2], pa.int32()), False),  # type
+    (pa.array([1, 2]), pa.array([1, 2, 3]), False),  # length
+    (pa.array([1.0, None]), pa.array([None, 1.0]), False),  # null positions
+    (pa.array([1.0, None, 3.0]), pa.array([1.0, 0.0, 3.0]), False),  # a null is not the value 0
+    (pa.array([float("nan"), 1.0]), pa.array([float("nan"), 1.0]), True),  # NaN equals NaN
+    (pa.array([float("nan"), None]), pa.array([float("nan"), None]), True),
+    (pa.array([float("nan"), 1.0]), pa.array([float("nan"), 2.0]), False),
+    (pa.array([float("nan")]), pa.array([0.0]), False),
+    (pa.array([[1.0, float("nan")], [2.0]]), pa.array([[1.0, float("nan")], [2.0]]), True),
+    (pa.array([[1.0, float("nan")], [2.0]]), pa.array([[1.0], [float("nan"), 2.0]]), False),  # list lengths
+    (pa.array([[1.0, float("nan")], None]), pa.array([[1.0, float("nan")], []]), False),  # null list vs empty
+    (pa.array([[1.0, float("nan")], [2.0]]), pa.array([[1.0, float("nan")], [3.0]]), False),
+    (pa.array([{"x": float("nan"), "y": 1}]), pa.array([{"x": float("nan"), "y": 1}]), True),
+    (pa.array([{"x": float("nan"), "y": 1}]), pa.array([{"x": float("nan"), "y": 2}]), False),
+    (pa.array(["a", "b"]), pa.array(["a", "c"]), False),
+    (pa.array([1, None]), pa.array([1, 2]), False),
+])
+def test_reshard_array_equality(a, b, equal):
+    assert _eq(a, b) is equal
+    assert _eq(b, a) is equal
+
+
+def test_reshard_content_comparison_across_batch_and_row_group_boundaries(tmp_path):
+    """Files with different row-group layouts, read in batches of different sizes, are compared row by row; a
+    difference is reported with the rows of the batch it is in."""
+    from lerobot_tools.reshard.model import VerifyError
+    from lerobot_tools.reshard.verify import _compare_content
+
+    n = 23
+    t = pa.table({"episode_index": [i // 5 for i in range(n)], "x": [float(i) for i in range(n)]})
+    a, b, c = tmp_path / "a.parquet", tmp_path / "b.parquet", tmp_path / "c.parquet"
+    pq.write_table(t, a, row_group_size=n)
+    pq.write_table(t, b, row_group_size=4)
+    for batch in (1, 3, 7, 64):
+        assert _compare_content(a, b, batch) == n
+        assert _compare_content(b, a, batch) == n
+    x = t.column("x").to_pylist()
+    x[17] = -1.0
+    pq.write_table(t.set_column(1, "x", pa.array(x)), c, row_group_size=4)
+    with pytest.raises(VerifyError, match=r"column x differs in rows 0-22$"):
+        _compare_content(a, c, 64)
+    with pytest.raises(VerifyError, match=r"column x differs in rows 15-19$"):
+        _compare_content(a, c, 5)
+    with pytest.raises(VerifyError, match=r"column x differs in rows 17-17$"):
+        _compare_content(b, c, 1)
+    empty = tmp_path / "e.parquet"
+    pq.write_table(t.slice(0, 0), empty)
+    assert _compare_content(empty, empty, 4) == 0
+    with pytest.raises(VerifyError, match="differ in row count after 0 rows"):
+        _compare_content(empty, a, 4)
