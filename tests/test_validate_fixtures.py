@@ -76,7 +76,7 @@ def test_opentau_json_mixture_with_ref():
 #: Subject keys a finding of these checks always carries (one of each tuple), after grouping.
 SUBJECTS = {
     **{c: ("feature",) for c in ("S001", "S002", "S003", "S004", "S005", "S007", "I007", "I009", "I011", "G002",
-                                 "G003", "D005", "M003")},
+                                 "G003", "G004", "G007", "G008", "G010", "D005", "M003")},
     **{c: ("key",) for c in ("I004", "I005", "I008", "C001", "C002", "C003", "C008", "T006")},
     **{c: ("file_kind",) for c in ("F001", "F002", "F003", "F004", "F005", "F006", "F007", "F008")},
     "I006": ("feature", "key"), "T002": ("task", "key"), "F009": ("video_key",), "F010": ("video_key",),

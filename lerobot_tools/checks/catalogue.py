@@ -458,6 +458,76 @@ _CHECKS = [
           "One dataset with NaN/Inf poisons the normalisation buffers of a whole mixture (pitfalls G3).",
           "Recompute the statistics for the feature named.",
           **_manual("statistics have to be recomputed")),
+    Check("G004", "stats-shape", ERROR, "A statistics entry is incomplete or its shape does not match the feature.",
+          "Every stats.json / per-episode entry of a declared feature has min, max, mean, std and count as "
+          "rectangular numeric lists; count has shape (1,); the others the feature's shape (a rank >= 2 feature "
+          "may have (shape[-1],), as lerobot 0.4 writes) or (3, 1, 1) for a camera; every normalised feature "
+          "(observation.*, action*) has an entry in stats.json (lerobot 0.4.4 compute_stats.py).",
+          "lerobot's aggregate_stats raises ValueError for a count not of shape (1,) or camera stats not (3, 1, 1) "
+          "(at load for v2.1); in normalisation a wrong-length mean raises a broadcast RuntimeError on the first "
+          "batch, a (1,) mean is silently applied to every dimension, and a feature without stats is silently "
+          "left unnormalised (normalize_processor skips it). Per-episode entries are warnings.",
+          "Recompute the statistics (`lrtool repair` recomputes numeric features from the data).",
+          **_manual("statistics have to be recomputed")),
+    Check("G005", "stats-inconsistent", ERROR, "A statistics entry contradicts itself.",
+          "Per dimension: min <= mean <= max, std >= 0, camera statistics within [0, 1], and std possible for "
+          "count values spanning [min, max]: at least (max-min)/sqrt(2 count), at most (max-min)/2 "
+          "(sample-std convention allowed); float32 slack. Camera std is exempt from the lower bound: lerobot 0.4.x "
+          "squares uint8 pixels before widening them and stores a per-episode camera std of ~0, which lerobot's "
+          "training replaces with ImageNet statistics by default (use_imagenet_stats).",
+          "Normalisation uses a value that cannot describe the data: a stored std of 0 for a dimension that varies "
+          "makes MEAN_STD divide by 1e-8 and that dimension explode for the whole run (lerobot 0.4's float32 "
+          "E[x^2]-E[x]^2 produces exactly this when |mean| >> std). Errors for the statistics training normalises "
+          "with (stats.json; the v2.1 aggregate), warnings for per-episode entries (they reach training through "
+          "aggregation).",
+          "Recompute the statistics (`lrtool repair` after `lrtool validate --deep` confirms them wrong).",
+          **_manual("statistics have to be recomputed")),
+    Check("G006", "stats-quantile-order", ERROR, "Stored quantiles are out of order.",
+          "Per dimension min <= q01 <= q10 <= q50 <= q90 <= q99 <= max, within one bin of lerobot's 5000-bin "
+          "quantile histogram (lerobot 0.4.4 RunningQuantileStats).",
+          "QUANTILES / QUANTILE10 normalisation divides by q99-q01 / q90-q10: an inverted pair flips the sign of "
+          "that dimension, an equal pair scales it by 1e8. Per-episode entries are warnings.",
+          "Recompute the statistics.",
+          **_manual("statistics have to be recomputed")),
+    Check("G007", "stats-count", WARNING, "A statistics count differs from the frames it describes.",
+          "Per-episode count of a numeric feature == the episode's length; without per-episode statistics "
+          "(v2.0), stats.json count == total_frames. Camera counts are not checked (lerobot counts sampled "
+          "frames, or pixels when it encodes while recording).",
+          "aggregate_stats weights each episode by its count: the mean and std lerobot aggregates (v2.1 at load; "
+          "v3.0 when merging, splitting or deleting episodes) lean towards the miscounted episode.",
+          "Recompute the statistics (`lrtool repair`).",
+          **_manual("statistics have to be recomputed")),
+    Check("G008", "stats-stale", WARNING, "meta/stats.json disagrees with the per-episode statistics.",
+          "stats.json against lerobot's aggregate of the per-episode statistics (count-weighted mean, min of "
+          "mins, max of maxes, pooled std, summed count; relative tolerance 1e-4), for features whose every "
+          "per-episode entry is sound; each episode weighted by its length. Quantiles are not compared (lerobot "
+          "versions aggregate them differently).",
+          "v3.0 trains with stats.json: after episodes were removed or added by a tool that did not re-aggregate, "
+          "the normalisation describes other data than the dataset holds. A v2.1 stats.json is ignored by "
+          "lerobot 0.3 but read by other tools.",
+          "Re-aggregate the statistics (`lrtool repair`).",
+          **_manual("statistics have to be recomputed")),
+    Check("G009", "stats-constant-dimension", WARNING, "A normalised dimension has no spread.",
+          "For observation.* and action* features: dimensions whose stored max == min (per episode: info; in "
+          "the statistics training uses: warning). A stats entry with std 0 but max > min is G005 instead.",
+          "Not a defect of the statistics but a normalisation hazard: MEAN_STD divides by std + 1e-8 and MIN_MAX "
+          "substitutes 1e-8 for max - min (lerobot 0.4.4 normalize_processor), so a deployment value that "
+          "differs from the constant is scaled by ~1e8.",
+          "Drop the dimension, or override its normalisation (IDENTITY), or record data where it varies.",
+          **_manual("the constant dimension is in the data, not a wrong statistic")),
+    Check("G010", "stats-mismatch", WARNING, "Stored statistics disagree with the data.",
+          "With --deep, per episode and per numeric feature, min/max/mean/std (and stored quantiles) recomputed "
+          "from the data in float64 in the deep pass's single streaming read, and the statistics training uses "
+          "(stats.json; the v2.1 aggregate) against the whole data. Tolerance per dimension: min/max to the "
+          "float rounding of the stored dtype; mean within 1 % of the std plus 16 sqrt(n) eps_float32 x max|x|; "
+          "std within 1 % of the population or the sample std plus eps x max|x|; a quantile must sit at its "
+          "rank +-1 within one histogram bin. Camera statistics are not recomputed.",
+          "Normalisation with wrong statistics silently rescales or shifts every input of that dimension. Error "
+          "when the statistics training uses are off by a factor of 2 or more in std, or by more than one std "
+          "in mean; warning otherwise.",
+          "`lrtool repair` recomputes the wrong entries from the data as lerobot does and re-aggregates "
+          "stats.json.",
+          deep=True, **_manual("statistics have to be recomputed")),
 ]
 
 CATALOGUE: dict[str, Check] = {c.id: c for c in _CHECKS}

@@ -72,6 +72,9 @@ class CheckContext:
         self.data_layout: Any = None
         #: every placeholder file seen (relpath -> sniff), for the causes said once at the top of the report
         self.placeholders: dict[str, Sniff] = {}
+        #: set by the statistics family: what the deep pass needs to compare stored statistics with the data
+        #: (:class:`lerobot_tools.checks.stats.meta.StatsFacts`), None when it did not run
+        self.stats_facts = None
 
     # -------------------------------------------------------------- selection
     def enabled(self, *check_ids: str) -> bool:

@@ -5,13 +5,22 @@ bounded by one batch whatever the file size. Checks: rows grouped and ordered by
 metadata names (D004), per-episode row counts (C005), ``frame_index`` 0..length-1 (D001), global ``index``
 contiguous (D002), ``|timestamp - frame_index/fps| <= tolerance_s`` (D003), and the row lengths of
 variable-length list columns (D005). Sources: lerobot-format §6, §14 I2-I4; pitfalls A4, C9, D1, D10.
+
+When G010 is selected the same read also carries every numeric feature column to a
+:class:`~lerobot_tools.checks.stats.deep.FileStatsBuilder` (the data is read once): the scan then returns each
+episode's moments too (:attr:`_FileScan.stats`), the batches shrink so the decoded columns stay near 8 MiB, and a
+worker thread decodes the next batch while the current one is processed.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from lerobot_tools.checks.context import CheckContext
+from lerobot_tools.checks.stats import deep as stats_deep
 from lerobot_tools.errors import one_line
 
 BATCH_ROWS = 65_536
@@ -34,6 +43,8 @@ class _FileScan:
     first_bad_index: tuple[int, int, int] | None = None  # (row in file, got, expected)
     list_bad: dict[str, int] = field(default_factory=dict)
     rows: int = 0
+    #: per-episode moments of the numeric columns when a statistics request was given (G010)
+    stats: "stats_deep.FileStats | None" = None
 
 
 def scan_to_dict(scan: _FileScan) -> dict:
@@ -46,6 +57,7 @@ def scan_to_dict(scan: _FileScan) -> dict:
         "first_bad_index": list(scan.first_bad_index) if scan.first_bad_index else None,
         "list_bad": [[k, v] for k, v in scan.list_bad.items()],
         "rows": scan.rows,
+        "stats": scan.stats.to_dict() if scan.stats is not None else None,
     }
 
 
@@ -63,11 +75,13 @@ def scan_from_dict(d: dict) -> _FileScan:
     if d["first_bad_index"]:
         scan.first_bad_index = tuple(d["first_bad_index"])
     scan.list_bad = {str(k): int(v) for k, v in d["list_bad"]}
+    if d.get("stats") is not None:
+        scan.stats = stats_deep.FileStats.from_dict(d["stats"])
     return scan
 
 
 def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int | None,
-              list_columns: dict[str, int]) -> _FileScan:
+              list_columns: dict[str, int], stats: "stats_deep.StatsRequest | None" = None) -> _FileScan:
     """Stream one data file's index columns and return what was seen (see module docstring).
 
     Args:
@@ -76,6 +90,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
         tolerance_s: allowed timestamp error in seconds.
         index_offset: the global ``index`` expected on the first row (None skips D002).
         list_columns: variable-length list columns to check, name -> declared length.
+        stats: the numeric columns (and quantile thresholds) to accumulate per episode for G010, or None.
 
     Raises:
         Exception: pyarrow errors for unreadable data pages (the caller reports them).
@@ -85,7 +100,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(path)
+    pf = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering holds every row group's chunks: memory grows
     names = set(pf.schema_arrow.names)
 
     def usable(c: str) -> bool:  # a list-typed index column is S004's finding, not read here
@@ -96,12 +111,17 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
 
     wanted = [c for c in ("episode_index", "frame_index", "index", "timestamp") if usable(c)]
     cols = wanted + [c for c in list_columns if c in names]
+    builder = stats_deep.FileStatsBuilder(stats) if stats is not None else None
+    batch_rows = BATCH_ROWS
+    if builder is not None:
+        cols += [c for c in builder.names if c in names and c not in cols]
+        batch_rows = stats_deep.batch_rows_for(pf.schema_arrow, builder.columns, BATCH_ROWS)
     scan = _FileScan()
     if "episode_index" not in wanted or not cols:
         return scan
     carry_ep = None
     carry_pos = 0
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
+    for batch in _read_ahead(pf.iter_batches(batch_size=batch_rows, columns=cols), enabled=builder is not None):
         n = batch.num_rows
         if n == 0:
             continue
@@ -122,6 +142,8 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
             scan.episodes.setdefault(e, _EpisodeStats()).rows += int(ln)
         carry_pos = int(pos[-1]) + 1
         carry_ep = int(ep[-1])
+        if builder is not None:
+            builder.add(batch, ep[starts], starts, lens)
         if "frame_index" in wanted:
             fi = batch.column("frame_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
             bad = np.flatnonzero(fi != pos)
@@ -159,18 +181,72 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
             if nbad:
                 scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad
         scan.rows += n
+    if builder is not None:
+        scan.stats = builder.result()
     return scan
+
+
+def _read_ahead(batches: Iterator, *, enabled: bool) -> Iterator:
+    """Yield from ``batches`` while a worker thread decodes the next batch (pyarrow decodes without holding the
+    GIL), so decoding overlaps the numpy work on the previous one. At most one decoded batch waits; an error in
+    the worker is raised here; every wait is bounded by the worker being alive."""
+    if not enabled:
+        yield from batches
+        return
+    q: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for b in batches:
+                if not put(b):
+                    return
+            put(done)
+        except BaseException as exc:  # re-raised in the consumer
+            put(("__error__", exc))
+
+    worker = threading.Thread(target=work, name="lrtool-deep-read", daemon=True)
+    worker.start()
+    try:
+        while True:
+            try:
+                item = q.get(timeout=0.2)
+            except queue.Empty:
+                if not worker.is_alive() and q.empty():
+                    raise RuntimeError("the data reader stopped without finishing") from None
+                continue
+            if item is done:
+                return
+            if isinstance(item, tuple) and len(item) == 2 and item[0] == "__error__":
+                raise item[1]
+            yield item
+    finally:
+        stop.set()
+        worker.join(timeout=5)
 
 
 def run(ctx: CheckContext) -> None:
     """Family D (``--deep``): stream the index columns of every readable data file.
 
-    Emits D001-D005, C005 per episode, and F007 for data pages that cannot be read behind a valid footer.
-    Reads the options ``deep`` and ``tolerance_s``, ``ctx.episodes_ok``, ``ctx.data_files``, ``ctx.footers``
-    and ``ctx.bad_data_files``; sets nothing.
+    Emits D001-D005, C005 per episode, F007 for data pages that cannot be read behind a valid footer, and
+    (through :mod:`lerobot_tools.checks.stats.deep`) G010. Reads the options ``deep`` and ``tolerance_s``,
+    ``ctx.episodes_ok``, ``ctx.data_files``, ``ctx.footers``, ``ctx.bad_data_files`` and ``ctx.stats_facts``;
+    sets nothing.
     """
     if not ctx.options.deep:
         ctx.skip("D001-D005, C005 per episode", "--deep not given (footers only)")
+        if ctx.enabled("G010") and ctx.stats_facts is not None:
+            ctx.skip("G010 (stored statistics against the data)", "--deep not given")
         return
     ds = ctx.dataset
     if not ctx.episodes_ok or not ctx.data_files:
@@ -186,6 +262,8 @@ def run(ctx: CheckContext) -> None:
     prev_last_ep = None
     if ctx.bad_data_files:
         ctx.skip("D002 across files", "some data files are missing or unreadable, so global index positions are unknown")
+    stats = _stats_comparison(ctx, by_ep)
+    stats_complete = not ctx.bad_data_files
     for df in ctx.data_files:
         rel = df.relpath
         footer = ctx.footers.get(rel)
@@ -204,18 +282,40 @@ def run(ctx: CheckContext) -> None:
         first = by_ep.get(df.episodes[0]) if df.episodes else None
         if offset is None and ds.layout == "v3" and first is not None:
             offset = first.from_index  # after an unreadable file, v3 metadata still says where this one starts
+        kw = {} if stats is None else {"stats": stats.request(df.episodes)}
         try:
             scan = ctx.observer.scan_file(rel, ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset,
-                                          list_columns=list_cols)
+                                          list_columns=list_cols, **kw)
         except Exception as exc:  # corrupt data pages behind a valid footer
             ctx.emit("F007", f"data pages cannot be read ({one_line(exc, 160)})", rel, file_kind="data")
             global_offset = None
+            stats_complete = False
             continue
+        if stats is not None:
+            if scan.stats is None or any(c not in footer.schema.names for c in stats.columns):
+                stats_complete = False
+            else:
+                stats.add_file(scan.stats)
         if global_offset is not None:
             global_offset += footer.num_rows
         _report_file(ctx, df, scan, by_ep, prev_last_ep, tol)
         if scan.runs:
             prev_last_ep = scan.runs[-1][0]
+    if stats is not None:
+        stats_deep.report(ctx, stats, complete=stats_complete and not stats.split)
+
+
+def _stats_comparison(ctx: CheckContext, by_ep: dict) -> "stats_deep.StatsComparison | None":
+    """The G010 comparison for this dataset, or None when G010 is not selected or the statistics family did not
+    run (camera statistics are noted as not recomputed)."""
+    facts = ctx.stats_facts
+    if facts is None or not ctx.enabled("G010"):
+        return None
+    footer = next((ctx.footers[df.relpath] for df in ctx.data_files if df.relpath in ctx.footers), None)
+    if footer is None:
+        return None
+    stats_deep.camera_note(ctx)
+    return stats_deep.StatsComparison.for_dataset(ctx.dataset, footer.schema, facts, by_ep)
 
 
 def _report_file(ctx: CheckContext, df, scan: _FileScan, by_ep: dict, prev_last_ep, tol: float) -> None:

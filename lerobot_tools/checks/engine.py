@@ -79,7 +79,8 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
         if ctx.dataset is not None:
             report.codebase_version = ctx.dataset.codebase_version
             for letter, fam in _families():
-                if not ctx.family_enabled(letter) and letter not in ("C", "F", "I"):
+                if not ctx.family_enabled(letter) and letter not in ("C", "F", "I") \
+                        and not (letter == "D" and ctx.enabled("G010")):  # the deep pass also computes G010
                     continue
                 try:
                     fam(ctx)

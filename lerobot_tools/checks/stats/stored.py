@@ -1,0 +1,649 @@
+"""Stored normalisation statistics: where each layout keeps them, what lerobot writes, and how lrtool reads them.
+
+Facts, from lerobot 0.4.4 (``lerobot/datasets/compute_stats.py``, ``lerobot/datasets/utils.py``,
+``lerobot/datasets/lerobot_dataset.py``) and lerobot 0.3.3 (the last release that loads v2.1):
+
+* **Global** statistics: ``meta/stats.json``, ``{feature: {stat: nested list}}``. The v3.0 loader (0.4.x) and the
+  v2.0 loader (0.3.x) normalise with it. The v2.1 loader (0.3.x) does *not* read it: it aggregates the
+  per-episode statistics at load time (``aggregate_stats(list(episodes_stats.values()))``), also for an episode
+  subset.
+* **Per-episode** statistics: v2.1 ``meta/episodes_stats.jsonl``, one line ``{"episode_index": i, "stats": {...}}``;
+  v3.0 the columns ``stats/<feature>/<stat>`` of ``meta/episodes/*/*.parquet`` (one row per episode). v2.0 has none.
+* Each feature's entry holds ``min``, ``max``, ``mean``, ``std`` (population, ``np.std`` / ``sqrt(E[x^2]-E[x]^2)``,
+  i.e. ddof=0), ``count`` (a one-element list) and, since lerobot 0.4, the quantiles ``q01 q10 q50 q90 q99``.
+* Shapes: a numeric feature of shape ``(d,)`` has ``(d,)`` statistics (``(1,)`` for scalars); a camera (``image``
+  / ``video``) has ``(3, 1, 1)`` per-channel statistics scaled to [0, 1]; ``count`` is ``(1,)``. lerobot's
+  ``aggregate_stats`` raises ``ValueError`` for a ``count`` that is not ``(1,)``, a 0-d value, or a camera
+  statistic that is not ``(3, 1, 1)`` (``_assert_type_and_shape``).
+* Strings (``string`` / ``language``) have no statistics.
+
+Nothing here judges the values; :mod:`.meta` and :mod:`.deep` do. Everything read is size-capped: ``stats.json``
+at :data:`MAX_STATS_JSON_BYTES`, each ``episodes_stats.jsonl`` line at :data:`MAX_JSONL_LINE_BYTES`; per-episode
+statistics are streamed (one JSON line or one parquet row group at a time), never held for the whole dataset.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH, Dataset
+from lerobot_tools.errors import DatasetError, one_line
+
+#: quantile statistic name -> probability (lerobot 0.4.4 ``DEFAULT_QUANTILES`` / ``RunningQuantileStats``)
+QUANTILES: dict[str, float] = {"q01": 0.01, "q10": 0.10, "q50": 0.50, "q90": 0.90, "q99": 0.99}
+#: the statistics every lerobot version writes
+BASE_STATS = ("min", "max", "mean", "std", "count")
+#: feature dtypes whose statistics are per-channel image statistics
+CAMERA_DTYPES = ("image", "video")
+#: feature dtypes without statistics
+TEXT_DTYPES = ("string", "language")
+
+MAX_STATS_JSON_BYTES = 256 * 2**20
+MAX_JSONL_LINE_BYTES = 64 * 2**20
+
+#: ``{stat: array}`` of one feature (float64; ``count`` int64)
+FeatureStats = dict[str, np.ndarray]
+
+
+def feature_kind(feat: dict) -> str | None:
+    """``"camera"`` (image/video), ``"numeric"`` (any other declared dtype), or None (text: no statistics)."""
+    dtype = feat.get("dtype")
+    if dtype in CAMERA_DTYPES:
+        return "camera"
+    if dtype in TEXT_DTYPES or not isinstance(dtype, str):
+        return None
+    return "numeric"
+
+
+def normalised(name: str, feat: dict) -> bool:
+    """True for a non-camera feature that lerobot policies normalise with the statistics.
+
+    lerobot 0.4.4 ``dataset_to_policy_features`` (``lerobot/datasets/utils.py``) turns ``observation.*`` keys into
+    STATE/ENV features and ``action*`` keys into ACTION features; the other columns (``timestamp``, ``index``,
+    ``episode_index``, ``frame_index``, ``task_index``, ``next.*``) are never normalised.
+    """
+    return feature_kind(feat) == "numeric" and (name.startswith("observation") or name.startswith("action"))
+
+
+def camera_channels(feat: dict) -> int:
+    """Channels of a camera feature: ``shape[2]`` for ``[height, width, channels]`` names, else ``shape[0]``."""
+    shape = feat.get("shape") or []
+    names = feat.get("names")
+    if isinstance(names, list) and len(names) == 3 and names[2] in ("channel", "channels") and len(shape) == 3:
+        return int(shape[2])
+    return int(shape[0]) if shape else 3
+
+
+def accepted_shapes(feat: dict) -> list[tuple[int, ...]]:
+    """Shapes lerobot writes for the statistics (not ``count``) of a feature; empty when unknown.
+
+    Numeric: the feature shape; for rank >= 2 also ``(shape[-1],)``, which lerobot 0.4.x writes (its
+    ``RunningQuantileStats`` flattens every axis but the last). Camera: ``(channels, 1, 1)``.
+    """
+    shape = feat.get("shape")
+    if not isinstance(shape, list) or not shape or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
+        return []
+    kind = feature_kind(feat)
+    if kind == "camera":
+        return [(camera_channels(feat), 1, 1)]
+    if kind == "numeric":
+        out = [tuple(shape)]
+        if len(shape) >= 2:
+            out.append((shape[-1],))
+        return out
+    return []
+
+
+def to_array(value: Any, stat: str) -> np.ndarray | None:
+    """A stored statistic as a numpy array (``count`` int64, others float64), or None when it is not a
+    rectangular nested list of numbers."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if arr.dtype == object:
+        return None
+    if stat == "count":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            return None
+        return arr.astype(np.int64)
+    return arr
+
+
+def parse_feature_stats(raw: Any) -> tuple[FeatureStats, list[str]]:
+    """``{stat: array}`` of one feature's stored entry, and the statistics that could not be read."""
+    out: FeatureStats = {}
+    bad: list[str] = []
+    if not isinstance(raw, dict):
+        return out, ["(not an object)"]
+    for stat, value in raw.items():
+        arr = to_array(value, stat)
+        if arr is None:
+            bad.append(str(stat))
+        else:
+            out[str(stat)] = arr
+    return out, bad
+
+
+# ---------------------------------------------------------------------- global
+def read_global(ds: Dataset) -> dict | None:
+    """``meta/stats.json`` as a dict (None when absent).
+
+    Raises:
+        DatasetError: the file is larger than :data:`MAX_STATS_JSON_BYTES`, is not JSON, or not an object.
+    """
+    path = ds.root / STATS_PATH
+    if not path.exists():
+        return None
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DatasetError(f"cannot be read ({exc.strerror or exc})", STATS_PATH) from None
+    if size > MAX_STATS_JSON_BYTES:
+        raise DatasetError(f"is {size / 2**20:.0f} MiB, over the {MAX_STATS_JSON_BYTES // 2**20} MiB lrtool reads", STATS_PATH)
+    return ds.read_stats()
+
+
+# ---------------------------------------------------------------------- per episode
+@dataclass
+class EpisodeStatsRow:
+    """The stored statistics of one episode.
+
+    Attributes:
+        episode_index: as stored.
+        source: the file holding them (relative path).
+        where: ``line N`` (v2.1) or ``row N`` (v3.0, row in the file).
+        stats: feature -> the raw stored entry (lists, as JSON / Arrow gave them).
+    """
+
+    episode_index: int
+    source: str
+    where: str
+    stats: dict[str, dict]
+
+
+@dataclass
+class EpisodeStatsReader:
+    """Streams a dataset's per-episode statistics as Python rows, and looks one episode up again on demand (the
+    form ``lrtool repair`` rewrites; the checks read :class:`StatsBlocks`).
+
+    Attributes:
+        kind: ``"jsonl"`` (v2.1), ``"parquet"`` (v3.0) or None (no per-episode statistics).
+        problems: ``(path, message)`` for lines / files that could not be read (filled while iterating).
+    """
+
+    ds: Dataset
+    kind: str | None = None
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    _offsets: dict[int, int] = field(default_factory=dict)
+    _rows: dict[int, tuple[str, int, int]] = field(default_factory=dict)
+    _cache_key: tuple[str, int] | None = None
+    _cache: dict[int, EpisodeStatsRow] = field(default_factory=dict)
+    _open: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.ds.layout == "v3":
+            self.kind = "parquet" if self.ds.episode_files else None
+        elif self.ds.layout == "v2" and (self.ds.root / V2_EPISODES_STATS_PATH).is_file():
+            self.kind = "jsonl"
+
+    # ------------------------------------------------------------------ streaming
+    def __iter__(self) -> Iterator[EpisodeStatsRow]:
+        """Every episode's stored statistics, in file order; records offsets/row groups for :meth:`get`."""
+        if self.kind == "jsonl":
+            yield from self._iter_jsonl()
+        elif self.kind == "parquet":
+            yield from self._iter_parquet()
+
+    def _iter_jsonl(self) -> Iterator[EpisodeStatsRow]:
+        rel = V2_EPISODES_STATS_PATH
+        try:
+            fh = (self.ds.root / rel).open("rb")
+        except OSError as exc:
+            self.problems.append((rel, f"cannot be read ({exc.strerror or exc})"))
+            return
+        with fh:
+            lineno = 0
+            while True:
+                offset = fh.tell()
+                line = fh.readline(MAX_JSONL_LINE_BYTES + 1)
+                if not line:
+                    break
+                lineno += 1
+                if len(line) > MAX_JSONL_LINE_BYTES:
+                    self.problems.append((rel, f"line {lineno} is longer than {MAX_JSONL_LINE_BYTES // 2**20} MiB"))
+                    while line and not line.endswith(b"\n"):  # skip the rest of the line
+                        line = fh.readline(MAX_JSONL_LINE_BYTES)
+                    continue
+                row = self._parse_line(line, lineno)
+                if row is not None:
+                    self._offsets.setdefault(row.episode_index, offset)
+                    yield row
+
+    def _parse_line(self, line: bytes, lineno: int) -> EpisodeStatsRow | None:
+        rel = V2_EPISODES_STATS_PATH
+        if not line.strip():
+            return None
+        try:
+            obj = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            self.problems.append((rel, f"line {lineno} is not valid JSON ({getattr(exc, 'msg', exc)})"))
+            return None
+        ep = obj.get("episode_index") if isinstance(obj, dict) else None
+        stats = obj.get("stats") if isinstance(obj, dict) else None
+        if not isinstance(ep, int) or isinstance(ep, bool) or not isinstance(stats, dict):
+            self.problems.append((rel, f"line {lineno} has no integer episode_index and stats object"))
+            return None
+        return EpisodeStatsRow(ep, rel, f"line {lineno}", {k: v for k, v in stats.items()})
+
+    def _iter_parquet(self) -> Iterator[EpisodeStatsRow]:
+        import pyarrow.parquet as pq
+
+        for rel in self.ds.episode_files:
+            try:
+                pf = pq.ParquetFile(self.ds.root / rel)
+                cols = [n for n in pf.schema_arrow.names if n.startswith("stats/")]
+                if "episode_index" not in pf.schema_arrow.names:
+                    continue  # C007 reports it
+                row0 = 0
+                for rg in range(pf.num_row_groups):
+                    rows = self._read_row_group(pf, rel, rg, cols, row0)
+                    for r in rows.values():
+                        yield r
+                    row0 += pf.metadata.row_group(rg).num_rows
+            except DatasetError as exc:
+                self.problems.append((rel, exc.message))
+            except Exception as exc:  # pyarrow: corrupt file; C007 reports unreadable metadata
+                self.problems.append((rel, f"stats columns cannot be read ({one_line(exc, 160)})"))
+
+    def _read_row_group(self, pf, rel: str, rg: int, cols: list[str], row0: int) -> dict[int, EpisodeStatsRow]:
+        table = pf.read_row_group(rg, columns=["episode_index", *cols])
+        eps = table.column("episode_index").to_pylist()
+        per_col = {c: table.column(c).to_pylist() for c in cols}
+        out: dict[int, EpisodeStatsRow] = {}
+        for i, ep in enumerate(eps):
+            if not isinstance(ep, int):
+                continue
+            stats: dict[str, dict] = {}
+            for c in cols:
+                feature, _, stat = c[len("stats/"):].rpartition("/")
+                if not feature:
+                    continue
+                value = per_col[c][i]
+                if value is None:
+                    continue
+                stats.setdefault(feature, {})[stat] = value
+            self._rows.setdefault(ep, (rel, rg, row0 + i))
+            out.setdefault(ep, EpisodeStatsRow(ep, rel, f"row {row0 + i}", stats))
+        return out
+
+    # ------------------------------------------------------------------ lookup
+    def get(self, episode_index: int) -> EpisodeStatsRow | None:
+        """One episode's stored statistics (after a full iteration; None when it has none).
+
+        v2.1 reads one line at its recorded offset; v3.0 reads the episode's row group (the last one read is
+        cached, so looking episodes up in order reads each row group once).
+        """
+        if self.kind == "jsonl":
+            off = self._offsets.get(episode_index)
+            if off is None:
+                return None
+            try:
+                with (self.ds.root / V2_EPISODES_STATS_PATH).open("rb") as fh:
+                    fh.seek(off)
+                    line = fh.readline(MAX_JSONL_LINE_BYTES + 1)
+            except OSError:
+                return None
+            return self._parse_line(line, 0)
+        if self.kind == "parquet":
+            loc = self._rows.get(episode_index)
+            if loc is None:
+                return None
+            rel, rg, _ = loc
+            if self._cache_key != (rel, rg):
+                import pyarrow.parquet as pq
+
+                try:
+                    if rel not in self._open:
+                        self._open.clear()
+                        self._open[rel] = pq.ParquetFile(self.ds.root / rel)
+                    pf = self._open[rel]
+                    cols = [n for n in pf.schema_arrow.names if n.startswith("stats/")]
+                    row0 = sum(pf.metadata.row_group(i).num_rows for i in range(rg))
+                    self._cache = self._read_row_group(pf, rel, rg, cols, row0)
+                except Exception:
+                    self._cache = {}
+                self._cache_key = (rel, rg)
+            return self._cache.get(episode_index)
+        return None
+
+
+
+# ---------------------------------------------------------------------- vectorised blocks
+@dataclass
+class StatColumn:
+    """One statistic of one feature over a block of k episodes.
+
+    Attributes:
+        values: ``(k, *shape)`` float64 (``count``: int64); rows that are not ``ok`` hold NaN / 0.
+        ok: ``(k,)`` bool: the row holds a readable value of ``shape``.
+        shapes: per row, the stored shape (None: absent; ``"unreadable"``: not a rectangular list of numbers),
+            only materialised for the rows that are not ``ok``.
+    """
+
+    values: np.ndarray
+    ok: np.ndarray
+    shapes: dict[int, Any]
+
+
+@dataclass
+class StatsBlock:
+    """Stored per-episode statistics of k consecutive episodes, as arrays (one entry per feature and statistic).
+
+    Attributes:
+        source: the file (relative path).
+        first_row: row (v3.0) / line (v2.1, 1-based) of the first episode in the file.
+        episodes: ``(k,)`` episode indices.
+        features: feature -> statistic -> :class:`StatColumn`.
+    """
+
+    source: str
+    first_row: int
+    episodes: np.ndarray
+    features: dict[str, dict[str, StatColumn]]
+    where_kind: str = "row"
+
+    def where(self, i: int) -> str:
+        return f"episode {int(self.episodes[i])}"
+
+
+def _target_shape(feat: dict | None, shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The accepted shape most rows use (None when no row has an accepted one)."""
+    accepted = accepted_shapes(feat) if feat is not None else []
+    counts: dict[tuple[int, ...], int] = {}
+    for s in shapes:
+        if s is not None and (not accepted or s in accepted):
+            counts[s] = counts.get(s, 0) + 1
+    if not counts:
+        return None
+    return max(counts, key=lambda s: counts[s])
+
+
+def column_from_values(values: list[Any], stat: str, feat: dict | None) -> StatColumn:
+    """A :class:`StatColumn` from per-row Python values (lists / None); rectangular fast path via numpy."""
+    k = len(values)
+    dtype = np.int64 if stat == "count" else np.float64
+    try:
+        arr = np.asarray(values, dtype=np.float64) if all(v is not None for v in values) else None
+    except (TypeError, ValueError):
+        arr = None
+    if arr is not None and arr.dtype != object and arr.ndim >= 2 and (
+            not accepted_shapes(feat or {}) or stat == "count" or arr.shape[1:] in accepted_shapes(feat or {})):
+        ok = np.ones(k, dtype=bool)
+        shapes: dict[int, Any] = {}
+        if stat == "count":
+            good = np.all(np.isfinite(arr.reshape(k, -1)), axis=1) & np.all(arr.reshape(k, -1) == np.round(arr.reshape(k, -1)), axis=1)
+            if arr.shape[1:] != (1,):
+                shapes = {i: arr.shape[1:] for i in range(k)}
+                ok[:] = False
+                return StatColumn(np.zeros((k, 1), dtype=np.int64), ok, shapes)
+            for i in np.flatnonzero(~good):
+                shapes[int(i)] = "unreadable"
+            ok &= good
+            return StatColumn(np.where(good[:, None], arr, 0).astype(np.int64), ok, shapes)
+        return StatColumn(arr, ok, shapes)
+    per_row = [to_array(v, stat) if v is not None else None for v in values]
+    row_shapes = [None if a is None else a.shape for a in per_row]
+    target = (1,) if stat == "count" else _target_shape(feat, row_shapes)
+    if target is None:
+        target = next((s for s in row_shapes if s is not None), (1,))
+    out = np.full((k, *target), 0 if stat == "count" else np.nan, dtype=dtype)
+    ok = np.zeros(k, dtype=bool)
+    shapes = {}
+    for i, (a, v) in enumerate(zip(per_row, values)):
+        if a is not None and a.shape == target:
+            out[i] = a
+            ok[i] = True
+        else:
+            shapes[i] = None if v is None else ("unreadable" if a is None else a.shape)
+    return StatColumn(out, ok, shapes)
+
+
+def _arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
+    """A :class:`StatColumn` from an Arrow column of (nested) lists: zero-copy reshape when every row has the
+    same nested lengths, else the per-row path."""
+    import pyarrow as pa
+
+    k = len(col)
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    dims: list[int] = []
+    cur = arr
+    fast = cur.null_count == 0
+    while fast and (pa.types.is_list(cur.type) or pa.types.is_large_list(cur.type) or pa.types.is_fixed_size_list(cur.type)):
+        if pa.types.is_fixed_size_list(cur.type):
+            n = cur.type.list_size
+        else:
+            lengths = np.diff(np.asarray(cur.offsets))
+            if len(lengths) == 0 or lengths.min() != lengths.max():
+                fast = False
+                break
+            n = int(lengths[0])
+        dims.append(n)
+        cur = cur.flatten()
+        fast = cur.null_count == 0
+    if fast and (pa.types.is_floating(cur.type) or pa.types.is_integer(cur.type)) and dims:
+        shape = tuple(dims)
+        accepted = accepted_shapes(feat or {})
+        if stat == "count" or not accepted or shape in accepted:
+            flat = cur.to_numpy(zero_copy_only=False)
+            if len(flat) == k * int(np.prod(shape)):
+                vals = flat.reshape((k, *shape))
+                if stat == "count":
+                    if shape != (1,):
+                        return StatColumn(np.zeros((k, 1), dtype=np.int64), np.zeros(k, dtype=bool),
+                                          {i: shape for i in range(k)})
+                    return StatColumn(vals.astype(np.int64), np.ones(k, dtype=bool), {})
+                return StatColumn(vals.astype(np.float64), np.ones(k, dtype=bool), {})
+    return column_from_values(arr.to_pylist(), stat, feat)
+
+
+def _split_stats_column(name: str) -> tuple[str, str] | None:
+    feature, _, stat = name[len("stats/"):].rpartition("/")
+    return (feature, stat) if feature else None
+
+
+class StatsBlocks:
+    """Per-episode statistics as :class:`StatsBlock` arrays: streamed in file order (:meth:`__iter__`) and looked
+    up again for a set of episodes (:meth:`lookup`, after one full iteration).
+
+    v3.0 reads one parquet row group at a time (files kept open; the last two row groups cached); v2.1 parses
+    :data:`BLOCK_LINES` lines at a time and remembers each episode's byte offset.
+    """
+
+    BLOCK_LINES = 512
+    BLOCK_ROWS = 512
+
+    def __init__(self, ds: Dataset):
+        self.ds = ds
+        self.feats = ds.features
+        self.kind: str | None = None
+        if ds.layout == "v3":
+            self.kind = "parquet" if ds.episode_files else None
+        elif ds.layout == "v2" and (ds.root / V2_EPISODES_STATS_PATH).is_file():
+            self.kind = "jsonl"
+        self.problems: list[tuple[str, str]] = []
+        self._files: dict[str, Any] = {}
+        self._where: dict[int, tuple[str, int, int]] = {}  # episode -> (file, row group, row in group) | jsonl offset
+        self._cache: dict[tuple[str, int], StatsBlock] = {}
+        self._ranges: dict[str, list[tuple[int, int]]] = {}
+
+    # ------------------------------------------------------------------ streaming
+    def __iter__(self) -> Iterator[StatsBlock]:
+        if self.kind == "parquet":
+            yield from self._iter_parquet()
+        elif self.kind == "jsonl":
+            yield from self._iter_jsonl()
+
+    def _pf(self, rel: str):
+        import pyarrow.parquet as pq
+
+        pf = self._files.get(rel)
+        if pf is None:
+            pf = self._files[rel] = pq.ParquetFile(self.ds.root / rel, pre_buffer=False)
+        return pf
+
+    def _chunks(self, rel: str) -> list[tuple[int, int]]:
+        """Row-group ranges ``[first, last)`` of a file read together: at least :data:`BLOCK_ROWS` episodes each
+        (lerobot writes a row group per 10 episodes; reading them one by one costs a footer walk each)."""
+        ranges = self._ranges.get(rel)
+        if ranges is None:
+            pf = self._pf(rel)
+            ranges, start, rows = [], 0, 0
+            for rg in range(pf.num_row_groups):
+                rows += pf.metadata.row_group(rg).num_rows
+                if rows >= self.BLOCK_ROWS:
+                    ranges.append((start, rg + 1))
+                    start, rows = rg + 1, 0
+            if start < pf.num_row_groups:
+                ranges.append((start, pf.num_row_groups))
+            self._ranges[rel] = ranges
+        return ranges
+
+    def _rg_block(self, rel: str, chunk: int) -> StatsBlock:
+        key = (rel, chunk)
+        if key in self._cache:
+            return self._cache[key]
+        pf = self._pf(rel)
+        first, last = self._chunks(rel)[chunk]
+        cols = [n for n in pf.schema_arrow.names if n.startswith("stats/")]
+        table = pf.read_row_groups(list(range(first, last)), columns=["episode_index", *cols])
+        eps = table.column("episode_index").to_numpy(zero_copy_only=False)
+        features: dict[str, dict[str, StatColumn]] = {}
+        for c in cols:
+            split = _split_stats_column(c)
+            if split is None:
+                continue
+            feature, stat = split
+            features.setdefault(feature, {})[stat] = _arrow_column(table.column(c), stat, self.feats.get(feature))
+        row0 = sum(pf.metadata.row_group(i).num_rows for i in range(first))
+        block = StatsBlock(rel, row0, np.asarray(eps, dtype=np.int64), features)
+        if len(self._cache) >= 2:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = block
+        return block
+
+    def _iter_parquet(self) -> Iterator[StatsBlock]:
+        for rel in self.ds.episode_files:
+            try:
+                pf = self._pf(rel)
+                if "episode_index" not in pf.schema_arrow.names:
+                    continue  # C007 reports it
+                for chunk in range(len(self._chunks(rel))):
+                    block = self._rg_block(rel, chunk)
+                    for i, e in enumerate(block.episodes.tolist()):
+                        self._where.setdefault(e, (rel, chunk, i))
+                    yield block
+            except Exception as exc:  # pyarrow: a corrupt file; C007 reports unreadable metadata
+                self.problems.append((rel, f"stats columns cannot be read ({one_line(exc, 160)})"))
+
+    def _lines_block(self, items: list[tuple[int, int, dict]]) -> StatsBlock:
+        """``items``: (line number, episode, stats object) -> a block."""
+        names: dict[str, set[str]] = {}
+        for _, _, stats in items:
+            for f, entry in stats.items():
+                if isinstance(entry, dict):
+                    names.setdefault(f, set()).update(entry)
+                else:
+                    names.setdefault(f, set())
+        features: dict[str, dict[str, StatColumn]] = {}
+        for f, stats_names in names.items():
+            features[f] = {}
+            for s in sorted(stats_names):
+                vals = [(stats.get(f) or {}).get(s) if isinstance(stats.get(f), dict) else None for _, _, stats in items]
+                features[f][s] = column_from_values(vals, s, self.feats.get(f))
+            if not stats_names:  # an entry that is not an object
+                features[f]["mean"] = StatColumn(np.full((len(items), 1), np.nan), np.zeros(len(items), bool),
+                                                 {i: "unreadable" for i in range(len(items))})
+        return StatsBlock(V2_EPISODES_STATS_PATH, items[0][0] if items else 0,
+                          np.asarray([e for _, e, _ in items], dtype=np.int64), features, where_kind="line")
+
+    def _iter_jsonl(self) -> Iterator[StatsBlock]:
+        rel = V2_EPISODES_STATS_PATH
+        parser = EpisodeStatsReader(self.ds)
+        items: list[tuple[int, int, dict]] = []
+        try:
+            fh = (self.ds.root / rel).open("rb")
+        except OSError as exc:
+            self.problems.append((rel, f"cannot be read ({exc.strerror or exc})"))
+            return
+        with fh:
+            lineno = 0
+            while True:
+                offset = fh.tell()
+                line = fh.readline(MAX_JSONL_LINE_BYTES + 1)
+                if not line:
+                    break
+                lineno += 1
+                if len(line) > MAX_JSONL_LINE_BYTES:
+                    self.problems.append((rel, f"line {lineno} is longer than {MAX_JSONL_LINE_BYTES // 2**20} MiB"))
+                    while line and not line.endswith(b"\n"):
+                        line = fh.readline(MAX_JSONL_LINE_BYTES)
+                    continue
+                row = parser._parse_line(line, lineno)
+                if row is None:
+                    continue
+                self._where.setdefault(row.episode_index, (rel, offset, lineno))
+                items.append((lineno, row.episode_index, row.stats))
+                if len(items) >= self.BLOCK_LINES:
+                    yield self._lines_block(items)
+                    items = []
+        self.problems.extend(parser.problems)
+        if items:
+            yield self._lines_block(items)
+
+    # ------------------------------------------------------------------ lookup
+    def lookup(self, episodes: list[int]) -> dict[int, tuple[StatsBlock, int]]:
+        """episode -> (block, row in block) for the episodes that have stored statistics (after iterating)."""
+        out: dict[int, tuple[StatsBlock, int]] = {}
+        if self.kind == "parquet":
+            by_chunk: dict[tuple[str, int], list[tuple[int, int]]] = {}
+            for e in episodes:
+                loc = self._where.get(e)
+                if loc is not None:
+                    by_chunk.setdefault((loc[0], loc[1]), []).append((e, loc[2]))
+            for (rel, chunk), items in by_chunk.items():
+                try:
+                    block = self._rg_block(rel, chunk)
+                except Exception:
+                    continue
+                for e, i in items:
+                    out[e] = (block, i)
+        elif self.kind == "jsonl":
+            parser = EpisodeStatsReader(self.ds)
+            items = []
+            try:
+                with (self.ds.root / V2_EPISODES_STATS_PATH).open("rb") as fh:
+                    for e in episodes:
+                        loc = self._where.get(e)
+                        if loc is None:
+                            continue
+                        fh.seek(loc[1])
+                        row = parser._parse_line(fh.readline(MAX_JSONL_LINE_BYTES + 1), loc[2])
+                        if row is not None:
+                            items.append((loc[2], e, row.stats))
+            except OSError:
+                return out
+            if items:
+                block = self._lines_block(items)
+                out = {e: (block, i) for i, (_, e, _) in enumerate(items)}
+        return out
+
+    def close(self) -> None:
+        self._files.clear()
+        self._cache.clear()
