@@ -456,8 +456,8 @@ _CHECKS = [
     Check("G003", "stats-nonfinite", ERROR, "stats.json holds NaN or infinite values.",
           "Every numeric leaf of stats.json is finite.",
           "One dataset with NaN/Inf poisons the normalisation buffers of a whole mixture (pitfalls G3).",
-          "Recompute the statistics for the feature named.",
-          **_manual("statistics have to be recomputed")),
+          "Recompute the statistics for the feature named (`lrtool repair` recomputes numeric features).",
+          **_auto("fix_stats", "non-finite numeric statistics recomputed from the data")),
     Check("G004", "stats-shape", ERROR, "A statistics entry is incomplete or its shape does not match the feature.",
           "Every stats.json / per-episode entry of a declared feature has min, max, mean, std and count as "
           "rectangular numeric lists; count has shape (1,); the others the feature's shape (a rank >= 2 feature "
@@ -468,7 +468,7 @@ _CHECKS = [
           "batch, a (1,) mean is silently applied to every dimension, and a feature without stats is silently "
           "left unnormalised (normalize_processor skips it). Per-episode entries are warnings.",
           "Recompute the statistics (`lrtool repair` recomputes numeric features from the data).",
-          **_manual("statistics have to be recomputed")),
+          **_auto("fix_stats", "misshapen or incomplete numeric statistics recomputed from the data")),
     Check("G005", "stats-inconsistent", ERROR, "A statistics entry contradicts itself.",
           "Per dimension: min <= mean <= max, std >= 0, camera statistics within [0, 1], and std possible for "
           "count values spanning [min, max]: at least (max-min)/sqrt(2 count), at most (max-min)/2 "
@@ -481,14 +481,15 @@ _CHECKS = [
           "with (stats.json; the v2.1 aggregate), warnings for per-episode entries (they reach training through "
           "aggregation).",
           "Recompute the statistics (`lrtool repair` after `lrtool validate --deep` confirms them wrong).",
-          **_manual("statistics have to be recomputed")),
+          **_auto("fix_stats", "self-contradicting numeric statistics recomputed from the data where they "
+                               "disagree with it")),
     Check("G006", "stats-quantile-order", ERROR, "Stored quantiles are out of order.",
           "Per dimension min <= q01 <= q10 <= q50 <= q90 <= q99 <= max, within one bin of lerobot's 5000-bin "
           "quantile histogram (lerobot 0.4.4 RunningQuantileStats).",
           "QUANTILES / QUANTILE10 normalisation divides by q99-q01 / q90-q10: an inverted pair flips the sign of "
           "that dimension, an equal pair scales it by 1e8. Per-episode entries are warnings.",
           "Recompute the statistics.",
-          **_manual("statistics have to be recomputed")),
+          **_auto("fix_stats", "numeric quantiles out of order recomputed from the data")),
     Check("G007", "stats-count", WARNING, "A statistics count differs from the frames it describes.",
           "Per-episode count of a numeric feature == the episode's length; without per-episode statistics "
           "(v2.0), stats.json count == total_frames. Camera counts are not checked (lerobot counts sampled "
@@ -496,7 +497,8 @@ _CHECKS = [
           "aggregate_stats weights each episode by its count: the mean and std lerobot aggregates (v2.1 at load; "
           "v3.0 when merging, splitting or deleting episodes) lean towards the miscounted episode.",
           "Recompute the statistics (`lrtool repair`).",
-          **_manual("statistics have to be recomputed")),
+          **_auto("fix_stats", "per-episode counts set to the episode lengths (the other statistics checked "
+                               "against the data)")),
     Check("G008", "stats-stale", WARNING, "meta/stats.json disagrees with the per-episode statistics.",
           "stats.json against lerobot's aggregate of the per-episode statistics (count-weighted mean, min of "
           "mins, max of maxes, pooled std, summed count; relative tolerance 1e-4), for features whose every "
@@ -506,7 +508,8 @@ _CHECKS = [
           "the normalisation describes other data than the dataset holds. A v2.1 stats.json is ignored by "
           "lerobot 0.3 but read by other tools.",
           "Re-aggregate the statistics (`lrtool repair`).",
-          **_manual("statistics have to be recomputed")),
+          **_auto("fix_stats", "stats.json re-aggregated from the per-episode statistics as lerobot's "
+                               "aggregate_stats")),
     Check("G009", "stats-constant-dimension", WARNING, "A normalised dimension has no spread.",
           "For observation.* and action* features: dimensions whose stored max == min (per episode: info; in "
           "the statistics training uses: warning). A stats entry with std 0 but max > min is G005 instead.",
@@ -527,7 +530,8 @@ _CHECKS = [
           "in mean; warning otherwise.",
           "`lrtool repair` recomputes the wrong entries from the data as lerobot does and re-aggregates "
           "stats.json.",
-          deep=True, **_manual("statistics have to be recomputed")),
+          deep=True, **_auto("fix_stats", "numeric statistics that disagree with the data recomputed from it, "
+                                          "stats.json re-aggregated")),
 ]
 
 CATALOGUE: dict[str, Check] = {c.id: c for c in _CHECKS}

@@ -141,6 +141,8 @@ def write_change(root: Path, change: ParquetChange | TasksRewrite | TextChange |
 
         with atomic_path(root / change.relpath, verify=verify) as tmp:
             tmp.write_bytes(change.new_text.encode("utf-8"))
+    elif hasattr(change, "write"):  # a rewrite that writes and verifies itself (e.g. statistics cells)
+        change.write(root)
     elif isinstance(change, Move):
         src, dst = root / change.src, root / change.dst
         if not src.is_file():
@@ -180,6 +182,7 @@ def ordered_changes(plan: RepairPlan) -> list:
     out: list = list(plan.parquet_changes)
     if plan.tasks_rewrite is not None:
         out.append(plan.tasks_rewrite)
+    out += plan.rewrites
     out += plan.moves
     out += sorted(plan.text_changes, key=lambda c: c.relpath == "meta/info.json")
     return out

@@ -71,6 +71,7 @@ def plan_changes(plan: RepairPlan) -> dict[str, Any]:
         "parquet": [parquet_summary(root, c) for c in plan.parquet_changes]
                    + ([tasks_summary(root, plan.tasks_rewrite)] if plan.tasks_rewrite else []),
         "moves": [m.to_dict() for m in plan.moves],
+        "cells": [c.summary() for c in plan.rewrites],
     }
 
 
@@ -105,8 +106,17 @@ def render_changes(changes: dict[str, Any], out: IO[str], indent: str = "  ") ->
         unchanged = [n for n in before if before.get(n) == after.get(n)]
         if unchanged and "rows" not in p:
             out.write(f"{indent}  unchanged: {', '.join(unchanged)}\n")
+    for c in changes.get("cells", []):
+        out.write(f"{indent}{c['path']}  ({', '.join(c['checks'])})\n")
+        for cell in c["cells"]:
+            out.write(f"{indent}  episode {cell['episode']} {cell['column']}: {_brief(cell['before'])} -> {_brief(cell['after'])}\n")
     for m in changes["moves"]:
         out.write(f"{indent}move {m['src']} -> {m['dst']}\n")
+
+
+def _brief(v: Any, limit: int = 100) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def result_to_dict(result) -> dict[str, Any]:
@@ -172,7 +182,7 @@ def render_result(result, out: IO[str]) -> None:
             else:
                 out.write(f"            not repairable: {d.reason}\n            to do: {d.todo}\n")
     changes = getattr(result, "changes", None) or (plan_changes(plan) if not plan.empty else None)
-    if changes and (changes["json"] or changes["parquet"] or changes["moves"]):
+    if changes and (changes["json"] or changes["parquet"] or changes["moves"] or changes.get("cells")):
         out.write("  changes:\n" if not result.dry_run else "  changes (dry run, nothing written):\n")
         render_changes(changes, out, indent="    ")
     if result.failed:

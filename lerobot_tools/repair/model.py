@@ -220,6 +220,8 @@ class RepairPlan:
         unrepairable: what needs a person.
         dispositions: per finding of ``before``: repaired, not repairable, or not selected by ``--only``.
         text_changes, parquet_changes, tasks_rewrite, moves: the concrete changes.
+        rewrites: other whole-file rewrites that write themselves (``relpath``, ``checks``, ``write(root)``,
+            ``summary()``), such as the statistics fix's ``meta/episodes`` parquet cells.
         cannot_run: why nothing can be done (unresolved target, hub cache, ...); then exit status 2.
         refused: the root cause for which no repair is planned (Git LFS pointers, error pages, unreadable
             metadata the repairs read), said once; the findings stay listed (exit status 1).
@@ -236,19 +238,21 @@ class RepairPlan:
     parquet_changes: list[ParquetChange] = field(default_factory=list)
     tasks_rewrite: TasksRewrite | None = None
     moves: list[Move] = field(default_factory=list)
+    rewrites: list = field(default_factory=list)
     cannot_run: str | None = None
     refused: str | None = None
 
     @property
     def empty(self) -> bool:
         """True when the plan changes nothing on disk."""
-        return not (self.text_changes or self.parquet_changes or self.tasks_rewrite or self.moves)
+        return not (self.text_changes or self.parquet_changes or self.tasks_rewrite or self.moves or self.rewrites)
 
     def changed_files(self) -> list[str]:
         """Every file whose content the plan rewrites (moves excluded), data files first, info.json last."""
         out = [c.relpath for c in self.parquet_changes]
         if self.tasks_rewrite is not None:
             out.append(self.tasks_rewrite.relpath)
+        out += [c.relpath for c in self.rewrites]
         texts = sorted(self.text_changes, key=lambda c: c.relpath == "meta/info.json")
         out += [c.relpath for c in texts]
         return out

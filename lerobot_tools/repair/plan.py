@@ -183,6 +183,8 @@ def _changes(plan: RepairPlan, rc: fixes.RepairContext) -> None:
         if change.ops or change.hf_features is not None:
             plan.parquet_changes.append(change)
     plan.moves = list(rc.moves)
+    for change in rc.file_changes:
+        (plan.text_changes if isinstance(change, TextChange) else plan.rewrites).append(change)
 
 
 # ---------------------------------------------------------------------- dispositions

@@ -9,7 +9,8 @@ a list is cast to a fixed size only after every row's length was checked.
 
 Modules, one per fix family: :mod:`.context` (:class:`RepairContext`), :mod:`.declarations` (I005, I006, I007,
 S002), :mod:`.casts` (S003, S004, S005, S007), :mod:`.videos` (F002, F003, F009), :mod:`.tasks` (T002, T004,
-T007), :mod:`.counters` (C001-C003, C008, T006), :mod:`.metadata` (S006 and the final metadata update).
+T007), :mod:`.counters` (C001-C003, C008, T006), :mod:`.metadata` (S006 and the final metadata update),
+:mod:`.stats` (G003-G008, G010: statistics recomputed from the data).
 :data:`FIXES` lists them in the order they run.
 
 Sources of the format facts: lerobot-format §2 (templates), §3 (counters), §4 (features), §5 (physical
@@ -28,12 +29,14 @@ from lerobot_tools.repair.fixes.declarations import (
     LANGUAGE_COLUMNS, feature_from_arrow, fix_feature_invalid, fix_fps, fix_names, fix_undeclared,
 )
 from lerobot_tools.repair.fixes.metadata import finalize, fix_hf_metadata
+from lerobot_tools.repair.fixes.stats import STATS_CHECKS, fix_stats
 from lerobot_tools.repair.fixes.tasks import fix_tasks
 from lerobot_tools.repair.fixes.videos import NEIGHBOUR_VIDEO_TEMPLATES, fix_video_declarations, fix_video_path
 
 __all__ = [
     "FIXES", "LANGUAGE_COLUMNS", "NEIGHBOUR_VIDEO_TEMPLATES", "RepairContext", "feature_from_arrow", "finalize",
     "fix_counters", "fix_dtype", "fix_feature_invalid", "fix_fps", "fix_hf_metadata", "fix_names", "fix_shape",
+    "fix_stats",
     "fix_tasks", "fix_undeclared", "fix_variable_lists", "fix_video_declarations", "fix_video_path",
 ]
 
@@ -54,4 +57,5 @@ FIXES: list[tuple[tuple[str, ...], Callable[[RepairContext], None]]] = [
     (("T004", "T007", "T002"), fix_tasks),
     (("C001", "C002", "T006", "C003", "C008"), fix_counters),
     (("S006",), fix_hf_metadata),
+    (STATS_CHECKS, fix_stats),
 ]

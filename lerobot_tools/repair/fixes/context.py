@@ -37,6 +37,9 @@ class RepairContext:
         tasks_rewrite: the planned ``tasks.parquet`` rewrite (v3.0).
         v2_task_lines: rows appended to ``meta/tasks.jsonl`` (v2.x).
         moves: planned file moves (--move-files).
+        file_changes: other whole-file changes planned by a fix module: a
+            :class:`~lerobot_tools.repair.model.TextChange`, or an object with ``relpath``, ``checks``,
+            ``write(root)`` and ``summary()`` (the statistics fix's ``meta/episodes`` parquet cells).
     """
 
     def __init__(self, ds: Dataset, report: DatasetReport, options: RepairOptions):
@@ -53,6 +56,7 @@ class RepairContext:
         self.tasks_rewrite: TasksRewrite | None = None
         self.v2_task_lines: list[tuple[int, str]] = []
         self.moves: list[Move] = []
+        self.file_changes: list = []
 
     # ---------------------------------------------------------------- findings
     def findings(self, check: str) -> list[Finding]:

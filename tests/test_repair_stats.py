@@ -1,0 +1,124 @@
+"""``lrtool repair`` of the statistics (G003-G008, G010): recomputed from the data as lerobot computes them, only
+where wrong; round trip (repair, validate --deep clean, undo byte-identical); data files never written; upstream
+lerobot loads the result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lerobot_tools.testing.synth import SynthSpec, build_dataset
+from tests.test_stats import _edit_v21, _episodes_parquet, _g, _one_pass_float32, _report
+
+# ---------------------------------------------------------------------- repair
+LEROBOT_PY = Path("/work/main/.venv-lerobot/bin/python")
+
+
+@pytest.mark.parametrize("name,fixed", [("broken_stats_std_zeroed", {"G010"}), ("broken_stats_stale", {"G008"}),
+                                        ("broken_stats_count", {"G007"}), ("broken_stats_shape", {"G004"})])
+def test_repair_round_trip(tmp_path, name, fixed):
+    from tests.test_repair import check_cycle, copy_fixture
+
+    root = copy_fixture(name, tmp_path)
+    res = check_cycle(root, fixed)
+    # statistics only: no data file is ever written
+    assert res.plan.changed_files() and all(p.startswith("meta/") for p in res.plan.changed_files())
+    assert _g(_report(root, deep=True)) == []
+
+
+def test_repair_replaces_only_the_wrong_statistic(tmp_path):
+    from tests.test_repair import copy_fixture
+
+    root = copy_fixture("broken_stats_std_zeroed", tmp_path)
+    before = pq.read_table(_episodes_parquet(root))
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.repair import RepairOptions, repair_target
+
+    (target,) = resolve_targets([str(root)])
+    res = repair_target(target, RepairOptions())
+    assert res.status == 0 and res.applied
+    (change,) = res.plan.rewrites
+    assert set(change.cells) == {1} and list(change.cells[1]) == ["stats/action/std"]
+    after = pq.read_table(_episodes_parquet(root))
+    assert after.schema.equals(before.schema, check_metadata=True)
+    for col in before.column_names:
+        if col != "stats/action/std":
+            assert after.column(col).equals(before.column(col)), col
+    std = after.column("stats/action/std").to_pylist()
+    data = pa.concat_tables([pq.read_table(p, columns=["episode_index", "action"]) for p in sorted((root / "data").glob("*/*.parquet"))])
+    ep1 = np.asarray([v for e, v in zip(data.column(0).to_pylist(), data.column(1).to_pylist()) if e == 1], dtype=np.float64)
+    np.testing.assert_allclose(std[1], ep1.std(0), rtol=1e-9)  # population std, as lerobot writes
+    assert std[0] == before.column("stats/action/std").to_pylist()[0]
+
+
+def test_repair_fixes_lerobot_float32_variance_cancellation_v21(tmp_path):
+    def hook(ep, cols):
+        rng = np.random.default_rng(ep)
+        cols["observation.state"][:, 0] = (1000.0 + 0.05 * rng.standard_normal(len(cols["observation.state"]))).astype(np.float32)
+
+    root = build_dataset(tmp_path / "fp32", SynthSpec(version="v2.1", episode_lengths=(300, 200), video_keys=(),
+                                                      video_codec=None), episode_hook=hook)
+
+    def rewrite(e, s):
+        t = pq.read_table(root / f"data/chunk-000/episode_{e:06d}.parquet", columns=["observation.state"])
+        s["observation.state"]["std"] = _one_pass_float32(np.asarray(t.column(0).to_pylist(), dtype=np.float32))["std"].astype(float).tolist()
+
+    _edit_v21(root, rewrite)
+    assert "G010" in _g(_report(root, deep=True))
+    from tests.test_repair import check_cycle
+
+    res = check_cycle(root, {"G010"})
+    # synth wrote stats.json from the true stds, so it agrees with the repaired episodes and stays as it is
+    assert set(res.plan.changed_files()) == {"meta/episodes_stats.jsonl"}
+    assert _g(_report(root, deep=True)) == []
+
+
+def test_repair_refuses_when_a_data_file_is_missing(tmp_path):
+    from tests.test_repair import copy_fixture, tree
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.repair import RepairOptions, repair_target
+
+    root = copy_fixture("broken_stats_count", tmp_path)
+    (root / "data/chunk-000/episode_000002.parquet").unlink()
+    before = tree(root)
+    (target,) = resolve_targets([str(root)])
+    res = repair_target(target, RepairOptions())
+    g007 = [d for d in res.plan.dispositions if d.finding.check == "G007"]
+    assert g007 and all(d.action == "not-repairable" and "missing or unreadable" in d.reason for d in g007)
+    assert tree(root) == before
+
+
+def test_upstream_lerobot_loads_the_repaired_statistics(tmp_path):
+    """The repaired v3.0 dataset loads in upstream lerobot (LeRobotDataset) with the new statistics."""
+    from tests.test_repair import copy_fixture
+
+    if not LEROBOT_PY.exists():
+        print(f"skipped: no upstream lerobot interpreter at {LEROBOT_PY}")
+        pytest.skip(f"upstream lerobot not installed at {LEROBOT_PY}")
+    import subprocess
+
+    root = copy_fixture("broken_stats_std_zeroed", tmp_path)
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.repair import RepairOptions, repair_target
+
+    (target,) = resolve_targets([str(root)])
+    assert repair_target(target, RepairOptions()).status == 0
+    code = (
+        "import json, sys\n"
+        "from lerobot.datasets.lerobot_dataset import LeRobotDataset\n"
+        "ds = LeRobotDataset('local/stats', root=sys.argv[1])\n"
+        "item = ds[0]\n"
+        "print(json.dumps({k: ds.meta.stats['action'][k].tolist() for k in ('mean', 'std')}))\n"
+    )
+    out = subprocess.run([str(LEROBOT_PY), "-c", code, str(root)], capture_output=True, text=True, timeout=300,
+                         env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin",
+                              "HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    stats = json.loads((root / "meta/stats.json").read_text())
+    np.testing.assert_allclose(loaded["std"], stats["action"]["std"], rtol=1e-12)
