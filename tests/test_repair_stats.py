@@ -16,7 +16,6 @@ from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from tests.test_stats import _edit_v21, _episodes_parquet, _g, _one_pass_float32, _report
 
 # ---------------------------------------------------------------------- repair
-LEROBOT_PY = Path("/work/main/.venv-lerobot/bin/python")
 
 
 @pytest.mark.parametrize("name,fixed", [("broken_stats_std_zeroed", {"G010"}), ("broken_stats_stale", {"G008"}),
@@ -93,35 +92,53 @@ def test_repair_refuses_when_a_data_file_is_missing(tmp_path):
     assert tree(root) == before
 
 
+@pytest.mark.slow
 def test_upstream_lerobot_loads_the_repaired_statistics(tmp_path):
-    """The repaired v3.0 dataset loads in upstream lerobot (LeRobotDataset) with the new statistics."""
-    from tests.test_repair import copy_fixture
-
-    if not LEROBOT_PY.exists():
-        print(f"skipped: no upstream lerobot interpreter at {LEROBOT_PY}")
-        pytest.skip(f"upstream lerobot not installed at {LEROBOT_PY}")
+    """The repaired datasets (v3.0 synthetic, and a lerobot 0.4.4 real-writer one) load in upstream lerobot's
+    LeRobotDataset, whose normalisation statistics are then exactly the repaired stats.json."""
+    import shutil
     import subprocess
 
-    root = copy_fixture("broken_stats_std_zeroed", tmp_path)
+    from tests.test_real_writer import _lerobot_python
+    from tests.test_repair import copy_fixture
     from lerobot_tools.dataset.targets import resolve_targets
     from lerobot_tools.repair import RepairOptions, repair_target
 
-    (target,) = resolve_targets([str(root)])
-    assert repair_target(target, RepairOptions()).status == 0
+    py = _lerobot_python()
+    roots = [copy_fixture("broken_stats_stale", tmp_path)]
+    real = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "nocamera-pandas3"
+    if real.is_dir():
+        root = tmp_path / "real"
+        shutil.copytree(real, root)
+        stats = json.loads((root / "meta/stats.json").read_text())
+        stats["action"]["count"] = [stats["action"]["count"][0] + 7]  # stale: G008
+        (root / "meta/stats.json").write_text(json.dumps(stats, indent=4))
+        roots.append(root)
+    scripts = Path(__file__).resolve().parent.parent / "scripts"
     code = (
         "import json, sys\n"
-        "from lerobot.datasets.lerobot_dataset import LeRobotDataset\n"
-        "ds = LeRobotDataset('local/stats', root=sys.argv[1])\n"
-        "item = ds[0]\n"
-        "print(json.dumps({k: ds.meta.stats['action'][k].tolist() for k in ('mean', 'std')}))\n"
+        f"sys.path.insert(0, {str(scripts)!r})\n"
+        "from upstream_env import load_lerobot_dataset_class\n"  # the side venv's torchvision workaround
+        "LeRobotDataset = load_lerobot_dataset_class()\n"
+        "for root in sys.argv[1:]:\n"
+        "    ds = LeRobotDataset('local/stats', root=root)\n"
+        "    ds[len(ds) - 1]\n"
+        "    print(json.dumps({k: {s: v.tolist() for s, v in ds.meta.stats[k].items()} for k in ('action',)}))\n"
     )
-    out = subprocess.run([str(LEROBOT_PY), "-c", code, str(root)], capture_output=True, text=True, timeout=300,
-                         env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin",
-                              "HOME": str(tmp_path)})
-    assert out.returncode == 0, out.stderr[-2000:]
-    loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    stats = json.loads((root / "meta/stats.json").read_text())
-    np.testing.assert_allclose(loaded["std"], stats["action"]["std"], rtol=1e-12)
+    for root in roots:
+        (target,) = resolve_targets([str(root)])
+        res = repair_target(target, RepairOptions())
+        assert res.status == 0 and res.applied, (res.failed, [d.to_dict() for d in res.plan.dispositions])
+    env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+           "HF_HOME": str(tmp_path / "hf-home")}
+    out = subprocess.run([str(py), "-c", code, *map(str, roots)], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    loaded = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert len(loaded) == len(roots)
+    for root, got in zip(roots, loaded):
+        want = json.loads((root / "meta/stats.json").read_text())["action"]
+        for s, v in want.items():
+            np.testing.assert_allclose(got["action"][s], v, rtol=1e-12)
 
 
 def test_repair_round_trip_on_a_real_writer_dataset(tmp_path):
