@@ -217,7 +217,7 @@ def test_names_nested_flattened(tmp_path):
 
 def test_video_path_template_rewritten(tmp_path):
     root = copy_fixture("broken_video_path", tmp_path)
-    check_cycle(root, {"F002", "F003"})
+    check_cycle(root, {"F002"})
     assert (root / "meta/info.json").read_bytes() == (DATASETS / "clean_v21/meta/info.json").read_bytes()
     assert {k: v for k, v in tree(root).items() if k.startswith("videos/")} == \
         {k: v for k, v in tree(DATASETS / "broken_video_path").items() if k.startswith("videos/")}
@@ -226,7 +226,7 @@ def test_video_path_template_rewritten(tmp_path):
 def test_video_path_files_moved(tmp_path):
     root = copy_fixture("broken_video_path", tmp_path)
     original = tree(root)
-    check_cycle(root, {"F002", "F003"}, move_files=True)
+    check_cycle(root, {"F002"}, move_files=True)
     now = tree(root)
     assert now["meta/info.json"] == original["meta/info.json"]  # never both: the template is untouched
     for ep in range(3):
@@ -457,7 +457,7 @@ def test_v30_video_layout_needs_move_files(tmp_path):
     res = repair(root, dry_run=True)
     (d,) = [d for d in res.plan.dispositions if d.finding.check == "F002"]
     assert d.action == "not-repairable" and "--move-files" in d.todo  # a non-default v3 template is never written
-    check_cycle(root, {"F002", "F003"}, move_files=True)
+    check_cycle(root, {"F002"}, move_files=True)
     assert tree(root) == tree(DATASETS / "clean_v30")
 
 
@@ -832,7 +832,7 @@ def test_repair_tables_agree_with_the_catalogue():
     triggers = {c: fn.__name__ for checks, fn in fixes.FIXES for c in checks}
     assert {c: auto.get(c) for c in triggers} == triggers  # every trigger is an auto check repaired by that fix
     assert {fn.__name__ for _, fn in fixes.FIXES} == set(auto.values())
-    assert set(auto) - set(triggers) == {"S007", "F003"}  # fixed as consequences of fix_dtype / fix_video_path
+    assert set(auto) - set(triggers) == {"S007"}  # fixed as a consequence of fix_dtype
     assert REPAIRABLE == {c: catalogue.get(c).repair_note for c in auto} and all(REPAIRABLE.values())
     explicit = {c.id for c in catalogue.CATALOGUE.values() if c.repair == catalogue.EXPLICIT}
     assert explicit == {"R001", "R002", "R003", "R004"}

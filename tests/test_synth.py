@@ -585,6 +585,11 @@ def defect_present(name: str) -> bool:
             p.read_bytes().startswith(b'{"error"') for p in (d / "videos").rglob("*.mp4"))
     if name == "broken_truncated_episodes":
         return (d / "meta/episodes/chunk-000/file-001.parquet").read_bytes()[-4:] != b"PAR1"
+    if name == "broken_videos_elsewhere":
+        moved = sorted(p.name for p in (d / "video").rglob("*.mp4"))
+        return moved == ["file-000.mp4", "file-001.mp4"] and not list((d / "videos").rglob("*.mp4"))
+    if name == "broken_data_elsewhere":
+        return (d / "data/chunk-001/file-002.parquet").is_file() and not (d / "data/chunk-000/file-002.parquet").exists()
     raise AssertionError(f"no probe for fixture {name}")
 
 

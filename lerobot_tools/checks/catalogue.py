@@ -349,24 +349,30 @@ _CHECKS = [
           **_manual("rows of the wrong length cannot be cast without changing data")),
     # ------------------------------------------------------------------ F: files
     Check("F001", "data-file-missing", ERROR, "A data file the metadata references is missing.",
-          "Every data parquet implied by the episode metadata and data_path exists.",
+          "Every data parquet implied by the episode metadata and data_path exists; a missing one is looked for "
+          "under the neighbouring layouts (another top folder, another chunk folder) and the finding says where "
+          "and how many.",
           "lerobot sees the episode as not cached and tries to download it from the Hub (lerobot-format §14 I8).",
-          "Re-download the dataset (`lrtool prefetch`).",
+          "Re-download the dataset (`lrtool prefetch`), or move the files found elsewhere to where data_path points.",
           **_manual("a missing data file cannot be recreated")),
     Check("F002", "video-file-missing", ERROR, "A video file the metadata references is missing.",
-          "Every mp4 implied by the episode metadata and video_path exists. A dataset whose videos are all missing fails.",
+          "Every mp4 implied by the episode metadata and video_path exists; a missing one is looked for under the "
+          "neighbouring layouts, and the finding says where and how many (`43 of the 50 expected video files are "
+          "under video/…; 7 are absent everywhere`). A dataset whose videos are all missing fails.",
           "Video decode raises FileNotFoundError for the first sample of that episode, or lerobot tries the Hub.",
-          "Re-download the videos; if they sit in a neighbouring layout, `lrtool repair` can rewrite video_path "
-          "or move the files (--move-files).",
-          **_auto("fix_video_path", "video_path rewritten to the neighbouring layout that holds every video, or the "
-                                    "files moved (--move-files)")),
+          "Re-download the videos; if they sit in a neighbouring layout (validate says where and how many: "
+          "another top folder, the other version's camera/chunk order, another chunk folder), `lrtool repair` can "
+          "rewrite video_path or move the files (--move-files).",
+          **_auto("fix_video_path", "video_path rewritten to the neighbouring layout that holds the missing videos, "
+                                    "or the files found moved (--move-files); the rest stay missing")),
     Check("F003", "orphan-file", ERROR, "A file sits where loaders look but no metadata references it.",
           "Files under data/, meta/episodes/ (v3.0) and videos/ against the set the metadata implies. Orphan "
           "parquet under data/ or meta/episodes/ is an error (loaders glob them); orphan videos are a warning.",
           "The v3 loader globs data/*/*.parquet: stray copies add rows and shift positional indexing "
           "(pitfalls C8); lerobot <= 0.3 loaded everything under data/.",
-          "Delete the stray file, or fix the metadata that should reference it.",
-          **_auto("fix_video_path", "unreferenced videos that the repaired video_path (or the moved files) reference")),
+          "Delete the stray file, or fix the metadata that should reference it. (Referenced files found in a "
+          "neighbouring layout are reported by F001/F002, not here.)",
+          **_manual("nothing references the file: delete it or fix the metadata by hand")),
     Check("F004", "lfs-pointer", ERROR, "A file is a Git LFS pointer, not the content.",
           "The first bytes of every referenced parquet and mp4 and of every metadata file (info.json, episodes, "
           "tasks, stats; a few hundred bytes per file) before anything parses it. When several files are "

@@ -75,6 +75,9 @@ class CheckContext:
         #: set by the statistics family: what the deep pass needs to compare stored statistics with the data
         #: (:class:`lerobot_tools.checks.stats.meta.StatsFacts`), None when it did not run
         self.stats_facts = None
+        #: missing referenced files found under a neighbouring layout (found path -> expected path): they are
+        #: named by F001/F002, never reported again as unreferenced (F003)
+        self.relocated: dict[str, str] = {}
 
     # -------------------------------------------------------------- selection
     def enabled(self, *check_ids: str) -> bool:

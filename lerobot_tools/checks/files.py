@@ -102,6 +102,7 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("C005, F003 for names that fit data_path",
                  f"the episode metadata is unreadable; data files taken from {layout.source}")
     ctx.data_files = data_files
+    missing = []
     for df in data_files:
         rel = df.relpath
         try:
@@ -112,11 +113,7 @@ def run(ctx: CheckContext) -> None:
             continue
         s = sniff(path)
         if s.kind == "missing":
-            if layout is None:
-                msg = f"data file for episode(s) {format_episodes(df.episodes)} is missing"
-            else:
-                msg = f"data file for episode {format_episodes(df.episodes)} is missing (named by {layout.source})"
-            ctx.emit("F001", msg, rel, group="data files are missing", file_kind="data")
+            missing.append(df)
             ctx.bad_data_files.add(rel)
             continue
         if s.kind == "unreadable":
@@ -131,6 +128,14 @@ def run(ctx: CheckContext) -> None:
         except DatasetError as exc:
             ctx.emit("F007", exc.message, rel, group="parquet files have no valid footer", file_kind="data")
             ctx.bad_data_files.add(rel)
+    if missing and not _relocated(ctx, "data", ds.data_path, [df.relpath for df in data_files],
+                                  [df.relpath for df in missing], None):
+        for df in missing:
+            if layout is None:
+                msg = f"data file for episode(s) {format_episodes(df.episodes)} is missing"
+            else:
+                msg = f"data file for episode {format_episodes(df.episodes)} is missing (named by {layout.source})"
+            ctx.emit("F001", msg, df.relpath, group="data files are missing", file_kind="data")
     if ctx.bad_data_files:
         ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
                  f"{len(ctx.bad_data_files)} of {len(data_files)} data file(s) missing or unreadable")
@@ -147,7 +152,7 @@ def run(ctx: CheckContext) -> None:
         referenced = {df.relpath for df in data_files}
         why = "not referenced by the episode metadata"
     for rel in ds.files_under("data", ".parquet"):
-        if rel not in referenced:
+        if rel not in referenced and rel not in ctx.relocated:
             ctx.emit("F003", f"parquet file under data/ is {why}; loaders that glob data/ will read its rows", rel,
                      group="unreferenced parquet files under data/", file_kind="data")
     if ds.layout == "v3":
@@ -203,6 +208,34 @@ def scan_tree(ctx: CheckContext, root) -> None:
             except UnreadableFileError as exc:
                 if exc.placeholder:
                     placeholder_finding(ctx, exc.sniffed, rel, kind)
+
+
+def _relocated(ctx: CheckContext, kind: str, template: str, expected: list[str], missing: list[str],
+               video_key: str | None) -> bool:
+    """Look for missing referenced files under the neighbouring layouts
+    (:func:`lerobot_tools.dataset.relocate.locate_missing`). When some are found, emit one F001 (data) or F002
+    (video) finding saying where and how many (``"2 of the 3 expected video files are under video/… (e.g. ...);
+    1 is absent everywhere"``), record the found files in ``ctx.relocated`` (they are not orphans) and return
+    True; else return False (the caller reports the missing files one by one)."""
+    from lerobot_tools.dataset.relocate import expected_from_paths, locate_missing
+
+    ds = ctx.dataset
+    if ds.layout is None or not isinstance(template, str):
+        return False
+    wanted = expected_from_paths(template, missing, video_key)
+    if len(wanted) != len(missing):
+        return False
+    reloc = locate_missing(ds.root, template, ds.layout, kind, expected_from_paths(template, expected, video_key),
+                           wanted)
+    if not reloc.layouts:
+        return False
+    for lay in reloc.layouts:
+        for exp, found in lay.pairs:
+            ctx.relocated[found] = exp
+    check = "F001" if kind == "data" else "F002"
+    ctx.emit(check, reloc.message("data_path" if kind == "data" else "video_path"), None, file_kind=kind,
+             video_key=video_key)
+    return True
 
 
 def _check_images(ctx: CheckContext) -> None:

@@ -8,7 +8,7 @@ Sources: lerobot-format §10 (encoding, ``info`` keys, locating frames), pitfall
 from __future__ import annotations
 
 from lerobot_tools.checks.context import CheckContext
-from lerobot_tools.checks.files import format_episodes, placeholder_finding
+from lerobot_tools.checks.files import _relocated, format_episodes, placeholder_finding
 from lerobot_tools.dataset.ondisk import files_fitting, video_files_from_layout
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import sniff
@@ -74,7 +74,10 @@ def run(ctx: CheckContext) -> None:
                      file_kind="video", video_key=vf.video_key)
             continue
         probes[vf.relpath] = (vf, probe, with_header)
-    if missing:
+    if missing and _relocated(ctx, "video", ds.video_path or "", [vf.relpath for vf in files],
+                              [vf.relpath for vf in missing], None):
+        pass  # one F002 says where the missing files are and how many are absent everywhere
+    elif missing:
         what = "referenced" if layout is None else f"expected ({layout.source})"
         if len(missing) == len(files):
             shown = ", ".join(v.relpath for v in missing[:3])
@@ -100,7 +103,7 @@ def run(ctx: CheckContext) -> None:
             except DatasetError:
                 pass
     for rel in ds.files_under("videos", ".mp4"):
-        if rel not in referenced:
+        if rel not in referenced and rel not in ctx.relocated:
             ctx.emit("F003", f"video file is {why}", rel,
                      severity="warning", group="unreferenced video files under videos/", file_kind="video")
     _check_declarations(ctx, probes)

@@ -18,7 +18,7 @@ from lerobot_tools.commands._common import fail, format_option, lock_timeout_opt
               "finding, e.g. T004's unnamed task index) is rewritten only when its ID is named in full.")
 @click.option("--drop-undeclared", is_flag=True, help="S002: drop undeclared columns from every data file instead "
               "of declaring them.")
-@click.option("--move-files", is_flag=True, help="F002/F003: move the video files to where video_path points instead "
+@click.option("--move-files", is_flag=True, help="F002: move the video files found elsewhere to where video_path points instead "
               "of rewriting video_path.")
 @click.option("--undo", is_flag=True, help="Restore the latest backup byte for byte (and remove files the repair "
               "created), then delete that backup.")

@@ -36,6 +36,9 @@ def template_regex(template: str, video_key: str | None = None) -> re.Pattern[st
     Raises:
         ValueError: the template is not a valid format string or uses another placeholder.
     """
+    problem = tpl.template_error(template)
+    if problem:
+        raise ValueError(f"template {template!r:.80} {problem}")
     out = ["^"]
     seen: set[str] = set()
     for literal, field, spec, _conv in string.Formatter().parse(template):

@@ -130,6 +130,30 @@ def _files_for(ds, target: Target, notes: list[str], raw: list[Problem], placeho
     return [(vf.video_key, vf.relpath) for vf in files]
 
 
+def _relocate_missing(ds, files: list[tuple[str, str]], raw: list[Problem]) -> list[Problem]:
+    """Missing videos found under a neighbouring layout (validate's search,
+    :func:`lerobot_tools.dataset.relocate.locate_missing`) become one F002 problem saying where and how many."""
+    from lerobot_tools.dataset.relocate import expected_from_paths, locate_missing
+
+    missing = [p for p in raw if p.check == "F002" and p.paths]
+    template = ds.video_path
+    if not missing or not isinstance(template, str) or ds.layout is None:
+        return raw
+    expected = expected_from_paths(template, [rel for _, rel in files])
+    wanted = expected_from_paths(template, [p.paths[0] for p in missing])
+    if len(wanted) != len(missing):
+        return raw
+    reloc = locate_missing(ds.root, template, ds.layout, "video", expected, wanted)
+    if not reloc.layouts:
+        return raw
+    action = ("`lrtool repair --move-files` moves the files found to where video_path points (`lrtool repair` "
+              "points video_path at their layout when one template fits); re-download the rest")
+    c = catalogue_entry("F002")
+    merged = Problem(c.severity, c.name, reloc.message("video_path"), [p.paths[0] for p in missing[:3]], len(missing),
+                     action, "F002", None)
+    return [p for p in raw if p not in missing] + [merged]
+
+
 def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
     """Phase 1 for one target: resolve, list video files, check every file, read headers, compare with info.json.
 
@@ -231,6 +255,7 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
             raw.append(_defect("F009", f"{key}: {m.message}", rel, f"{key}: {m.message}",
                                action=f"trust the file: correct features[\"{key}\"] in meta/info.json (tools and "
                                       "loaders that read info.json are misled)"))
+    raw = _relocate_missing(ds, files, raw)
     dd.problems.extend(group_problems(raw))
     dd.causes = shared_causes(placeholders)
     for key in keys:

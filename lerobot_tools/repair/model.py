@@ -34,7 +34,7 @@ class RepairOptions:
             check, so a repair that makes another check fail is caught.
         drop_undeclared: fix S002 by dropping undeclared columns from every data file instead of declaring
             them in info.json.
-        move_files: fix F002/F003 by moving video files to where ``video_path`` points instead of rewriting
+        move_files: fix F002 by moving video files to where ``video_path`` points instead of rewriting
             the template.
         tolerance_s: timestamp tolerance of the validation runs (lerobot default 1e-4 s).
         named: check IDs written in full in ``--only`` (not reached through a prefix): the explicit request

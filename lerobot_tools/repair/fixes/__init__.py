@@ -8,7 +8,7 @@ only from files that can be read, a declaration is taken from the data only when
 a list is cast to a fixed size only after every row's length was checked.
 
 Modules, one per fix family: :mod:`.context` (:class:`RepairContext`), :mod:`.declarations` (I005, I006, I007,
-S002), :mod:`.casts` (S003, S004, S005, S007), :mod:`.videos` (F002, F003, F009), :mod:`.tasks` (T002, T004,
+S002), :mod:`.casts` (S003, S004, S005, S007), :mod:`.videos` (F002, F009), :mod:`.tasks` (T002, T004,
 T007), :mod:`.counters` (C001-C003, C008, T006), :mod:`.metadata` (S006 and the final metadata update),
 :mod:`.stats` (G003-G008, G010: statistics recomputed from the data).
 :data:`FIXES` lists them in the order they run.
@@ -42,8 +42,8 @@ __all__ = [
 
 #: The fixes in the order they run (declarations before casts before counters before metadata), with
 #: the check IDs that trigger each. The catalogue states the same thing per check (``Check.repair ==
-#: "auto"``, ``Check.repair_by`` = the fix's name; a test keeps them in agreement); S007 and F003 are fixed as
-#: consequences of ``fix_dtype`` and ``fix_video_path`` and trigger nothing on their own.
+#: "auto"``, ``Check.repair_by`` = the fix's name; a test keeps them in agreement); S007 is fixed as a
+#: consequence of ``fix_dtype`` and triggers nothing on its own.
 FIXES: list[tuple[tuple[str, ...], Callable[[RepairContext], None]]] = [
     (("I005",), fix_fps),
     (("I006",), fix_feature_invalid),

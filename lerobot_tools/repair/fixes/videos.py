@@ -1,4 +1,4 @@
-"""Video fixes: F009 declarations taken from the probed streams, F002/F003 ``video_path`` pointed at the
+"""Video fixes: F009 declarations taken from the probed streams, F002 ``video_path`` pointed at the
 neighbouring layout that holds the files (or the files moved with ``--move-files``).
 """
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from lerobot_tools.dataset import templates as tpl
-from lerobot_tools.dataset.model import INFO_PATH, Dataset
+from lerobot_tools.dataset.model import INFO_PATH
+from lerobot_tools.dataset.relocate import NEIGHBOUR_TEMPLATES, expected_from_paths, locate_missing
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.repair.fixes.context import RepairContext
 from lerobot_tools.repair.model import Move
@@ -92,94 +93,55 @@ def fix_video_declarations(rc: RepairContext) -> None:
                       {"video_key": key, "key": info_key})
 
 
-# =========================================================================== F002/F003 video_path
-#: Neighbouring video layouts recognised per layout (the defaults, the other camera/chunk nesting, and
-#: the names of stale documentation, lerobot-format §2.2).
+# =========================================================================== F002 video_path
+#: Neighbouring video layouts recognised per layout (kept for callers; the search itself is
+#: :func:`lerobot_tools.dataset.relocate.locate_missing`, which also tries other top folders and chunk folders).
 NEIGHBOUR_VIDEO_TEMPLATES = {
-    "v2": [
-        tpl.V2_VIDEO_PATH,
-        "videos/{video_key}/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.mp4",
-        "videos/{video_key}/episode_{episode_index:06d}.mp4",
-    ],
-    "v3": [
-        tpl.V3_VIDEO_PATH,
-        "videos/chunk-{chunk_index:03d}/{video_key}/file-{file_index:03d}.mp4",
-        "videos/{video_key}/chunk-{chunk_index:03d}/file_{file_index:03d}.mp4",
-        "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:04d}.mp4",
-    ],
+    "v2": NEIGHBOUR_TEMPLATES[("v2", "video")],
+    "v3": NEIGHBOUR_TEMPLATES[("v3", "video")],
 }
 
 
-def _video_pairs(ds: Dataset, current: str, candidate: str) -> list[tuple[str, str]] | None:
-    """(path under ``current``, path under ``candidate``) for every referenced video file, or None when a
-    template cannot be expanded or leaves the root."""
-    out: dict[str, str] = {}
-    size = ds.chunks_size
-    for ep in ds.episodes:
-        for key in ds.video_keys:
-            values: dict[str, Any] = {"video_key": key}
-            if ds.layout == "v3":
-                seg = ep.videos.get(key)
-                if seg is None or seg.chunk_index is None or seg.file_index is None:
-                    continue
-                values.update(chunk_index=seg.chunk_index, file_index=seg.file_index)
-            else:
-                values.update(episode_index=ep.episode_index, episode_chunk=ep.episode_index // size)
-            try:
-                a, b = tpl.format_template(current, values), tpl.format_template(candidate, values)
-            except ValueError:
-                return None
-            if tpl.escapes_root(a) or tpl.escapes_root(b):
-                return None
-            if out.get(a, b) != b:
-                return None  # two referenced files would map to one
-            out[a] = b
-    if len(set(out.values())) != len(out):
-        return None
-    return sorted(out.items())
-
-
 def fix_video_path(rc: RepairContext) -> None:
-    """F002 + F003: every referenced video is missing where ``video_path`` points, while all of them sit in
-    one recognisable neighbouring layout (e.g. the v2.1 default). Default: rewrite the template; with
-    ``--move-files``: move the files to where the template points. Never both."""
+    """F002: referenced videos missing where ``video_path`` points, found under a neighbouring layout (another
+    top folder, the other version's camera/chunk order, another chunk folder: the same search as validate,
+    :func:`lerobot_tools.dataset.relocate.locate_missing`).
+
+    Default: ``video_path`` is pointed at that layout, when every file found fits one template and no referenced
+    file is where the current template points (one template cannot point at both). With ``--move-files``: every
+    file found is moved to where ``video_path`` points (any layout, partial finds included). Never both. Files
+    absent everywhere stay missing and are named in the repair's summary; validate reports them afterwards."""
     ds = rc.ds
-    want_f002 = rc.options.selected("F002")
-    if not ds.video_keys or not want_f002:
+    if not ds.video_keys or not rc.options.selected("F002"):
         return
     current = ds.video_path
     todo = "restore the missing video files (e.g. `lrtool prefetch`), or fix video_path by hand"
+    if current is None:
+        rc.cannot("F002", "video_path is null", todo)
+        return
     try:
-        if current is None:
-            raise DatasetError("video_path is null", INFO_PATH)
-        pairs0 = _video_pairs(ds, current, current)
+        files = ds.video_files()
     except DatasetError as exc:
         rc.cannot("F002", exc.message, todo)
         return
-    if not pairs0:
+    expected = expected_from_paths(current, [vf.relpath for vf in files])
+    if len(expected) != len(files):
+        rc.cannot("F002", f"video_path {current!r} cannot be read back from the referenced paths", todo)
         return
-    present = [a for a, _ in pairs0 if sniff(ds.path(a)).kind != "missing"]
-    matches = []
-    for cand in dict.fromkeys(NEIGHBOUR_VIDEO_TEMPLATES.get(ds.layout or "", [])):
-        if cand == current:
-            continue
-        pairs = _video_pairs(ds, current, cand)
-        if pairs and all(sniff(ds.path(b)).kind != "missing" for _, b in pairs):
-            matches.append((cand, pairs))
-    if present or len(matches) != 1:
-        why = ("some referenced video files exist where video_path points and others do not" if present and matches else
-               "the missing video files are not all in one recognisable neighbouring layout")
-        rc.cannot("F002", why, todo)
+    missing = [e for e in expected if sniff(ds.path(e.relpath)).kind == "missing"]
+    if not missing:
         return
-    cand, pairs = matches[0]
-    referenced_new = {b for _, b in pairs}
-    orphans = {rel for rel in ds.files_under("videos", ".mp4")} - {a for a, _ in pairs}
-    explained = orphans <= referenced_new
+    reloc = locate_missing(ds.root, current, ds.layout or "", "video", expected, missing)
+    if not reloc.layouts:
+        rc.cannot("F002", f"the {len(missing)} missing video file(s) are in no neighbouring layout",
+                  "restore the missing video files (re-download them: `lrtool prefetch` or `hf download`)")
+        return
+    pairs = [pair for lay in reloc.layouts for pair in lay.pairs]
+    rest = (f"; {len(reloc.absent)} absent everywhere stay missing (e.g. {reloc.absent[0]})" if reloc.absent else "")
     if rc.options.move_files:
         problems = tpl.template_problems(current, layout=ds.layout, video=True)
         if problems:
-            rc.cannot("F002", f"video_path {current!r} {problems[0]}", "fix video_path, or rerun without --move-files "
-                      f"to point it at {cand!r}")
+            rc.cannot("F002", f"video_path {current!r} {problems[0]}", "fix video_path, then rerun")
             return
         clash = [a for a, _ in pairs if (ds.root / a).exists()]
         if clash:
@@ -187,21 +149,25 @@ def fix_video_path(rc: RepairContext) -> None:
             return
         for a, b in pairs:
             rc.moves.append(Move(src=b, dst=a, check="F002"))
-        rc.repair("F002", f"move {len(pairs)} video file(s) from the layout {cand!r} to where video_path points "
-                  f"({current!r})", [b for _, b in pairs] + [a for a, _ in pairs])
-    else:
-        if ds.layout == "v3" and cand != tpl.V3_VIDEO_PATH:
-            rc.cannot("F002", f"the video files sit in the non-default v3.0 layout {cand!r}; lerobot tools hard-code "
-                      "the default template", "rerun with --move-files to move them where video_path points")
-            return
-        rc.info["video_path"] = cand
-        rc.repair("F002", f"video_path {current!r} -> {cand!r} (where all {len(pairs)} referenced video files are)",
-                  [INFO_PATH])
-    if rc.has("F003") and rc.options.selected("F003"):
-        if explained:
-            rc.repair("F003", "the unreferenced video files are the ones " + (
-                "moved where video_path points" if rc.options.move_files else "the repaired video_path references"),
-                [INFO_PATH] if not rc.options.move_files else [], {"file_kind": "video"})
-        else:
-            rc.cannot("F003", f"{len(orphans - referenced_new)} video file(s) stay unreferenced",
-                      "delete the stray files or fix the metadata that should reference them", {"file_kind": "video"})
+        where = ", ".join(lay.where for lay in reloc.layouts)
+        rc.repair("F002", f"move {len(pairs)} video file(s) from {where} to where video_path points ({current!r}){rest}",
+                  [b for _, b in pairs] + [a for a, _ in pairs])
+        return
+    lay = reloc.single_template
+    if lay is None:
+        rc.cannot("F002", "the missing video files are in several layouts or other chunk folders: no one video_path "
+                  "fits them", "rerun with --move-files to move them where video_path points")
+        return
+    present = len(expected) - len(missing)
+    if present:
+        rc.cannot("F002", f"{present} referenced video file(s) are where video_path points and {len(pairs)} under "
+                  f"{lay.where}: one video_path cannot point at both", "rerun with --move-files to move them where "
+                  "video_path points")
+        return
+    if ds.layout == "v3" and lay.template != tpl.V3_VIDEO_PATH:
+        rc.cannot("F002", f"the video files sit in the non-default v3.0 layout {lay.template!r}; lerobot tools "
+                  "hard-code the default template", "rerun with --move-files to move them where video_path points")
+        return
+    rc.info["video_path"] = lay.template
+    rc.repair("F002", f"video_path {current!r} -> {lay.template!r} (where {len(pairs)} of the {len(expected)} "
+              f"referenced video files are){rest}", [INFO_PATH])
