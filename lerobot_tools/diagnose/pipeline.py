@@ -286,16 +286,35 @@ def diagnose(target_args: list[str], options: DiagnoseOptions | None = None, *, 
         UsageError: bad ``device`` or ``frames``/``target_fps``, unknown ``gpu`` model, unreadable mixture file.
     """
     options = options or DiagnoseOptions()
-    kind, index = parse_device(options.device)
+    check_options(options)
+    targets = resolve_targets(list(target_args))
+    t0 = time.perf_counter()
+    datasets = probe_targets(targets, options.all_files, jobs=jobs, progress=progress)
+    return analyze(datasets, options, t0=t0)
+
+
+def check_options(options: DiagnoseOptions) -> None:
+    """Raise :class:`UsageError` for a bad ``device``, ``frames``, ``target_fps`` or an unknown ``gpu`` model."""
+    parse_device(options.device)
     if options.frames < 0:
         raise UsageError("--frames must be >= 0")
     if not (isinstance(options.target_fps, (int, float)) and math.isfinite(options.target_fps)
             and options.target_fps > 0):
         raise UsageError(f"--target-fps must be a finite number > 0, got {options.target_fps!r}")
+    if options.gpu:
+        lookup_gpu(options.gpu)
+
+
+def analyze(datasets: list[DatasetDiagnosis], options: DiagnoseOptions, *, t0: float | None = None) -> Diagnosis:
+    """Phases 2-5 over datasets probed by :func:`probe_targets` (here or elsewhere): the environment of this
+    machine, the GPU verdicts are for, stream groups, decode tests and advice.
+
+    Raises:
+        UsageError: as :func:`check_options`.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    kind, index = parse_device(options.device)
     spec = lookup_gpu(options.gpu) if options.gpu else None
-    targets = resolve_targets(list(target_args))
-    t0 = time.perf_counter()
-    datasets = probe_targets(targets, options.all_files, jobs=jobs, progress=progress)
 
     from lerobot_tools.video.environment import collect_environment, cuda_decoder_error
 

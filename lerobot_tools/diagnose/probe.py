@@ -154,14 +154,29 @@ def _relocate_missing(ds, files: list[tuple[str, str]], raw: list[Problem]) -> l
     return [p for p in raw if p not in missing] + [merged]
 
 
-def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
+def _probe_file(rel: str, path, *, pyav: bool, gop: str, sniffed=None):
+    from lerobot_tools.video.probe import probe_video
+
+    return probe_video(path, pyav=pyav, gop=gop, sniffed=sniffed)
+
+
+def probe_target(target: Target, all_files: bool = False, *, probe_file=None) -> DatasetDiagnosis:
     """Phase 1 for one target: resolve, list video files, check every file, read headers, compare with info.json.
 
     Never raises for bad data: an unresolved target, a missing ``info.json`` or bad files become problems.
     Uses PyAV (when importable) and pure-Python layers only; does not import torch.
+
+    Args:
+        target: a resolved target.
+        all_files: read the decoder header of every file (default: the first healthy file per video key).
+        probe_file: ``probe_file(relpath, path, pyav=, gop=, sniffed=)`` returning the file's
+            :class:`~lerobot_tools.video.probe.VideoProbe` (default: :func:`~lerobot_tools.video.probe.probe_video`;
+            the distributed job records and replays these reads).
     """
     from lerobot_tools.dataset.model import Dataset, files_under
-    from lerobot_tools.video.probe import probe_video, pyav_available
+    from lerobot_tools.video.probe import pyav_available
+
+    probe_file = probe_file or _probe_file
 
     t0 = time.perf_counter()
     dd = DatasetDiagnosis(target=target.spec, source=target.source,
@@ -236,7 +251,7 @@ def probe_target(target: Target, all_files: bool = False) -> DatasetDiagnosis:
             continue
         want_header = all_files or key not in headed
         header = use_pyav and want_header
-        pr = probe_video(path, pyav=header, gop="demux" if header else "header", sniffed=sn)
+        pr = probe_file(rel, path, pyav=header, gop="demux" if header else "header", sniffed=sn)
         if pr.status != "ok":
             raw.append(_defect("F008", f"{key}: {pr.problem}", rel, f"{key}: video files cannot be read",
                                action="re-download this file (a partial download or a corrupt copy)"))

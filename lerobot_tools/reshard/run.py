@@ -46,13 +46,15 @@ def _worker_failed(w: _Work, exc: BaseException) -> FileResult:
                       error=f"worker process failed ({one_line(exc, typed=True)}); original left untouched")
 
 
-def _prepare(target, options: ReshardOptions, locks: contextlib.ExitStack | None = None
-             ) -> tuple[DatasetResult, list[tuple[str, str, list[int]]]]:
+def prepare_dataset(target, options: ReshardOptions, locks: contextlib.ExitStack | None = None, *,
+                    clean_temps: bool = True) -> tuple[DatasetResult, list[tuple[str, str, list[int]]]]:
     """Open one target; return its result shell and its data files ``(abs path, relpath, episodes)``.
 
     Unless ``options.dry_run``, the dataset's write lock (:func:`lerobot_tools._lock.dataset_lock`) is taken on
-    ``locks`` before the file list is read and stale temporary files are removed; a dataset another run is
-    writing fails with a one-line error after ``options.lock_timeout`` seconds.
+    ``locks`` (when given) before the file list is read and stale temporary files are removed; a dataset another
+    run is writing fails with a one-line error after ``options.lock_timeout`` seconds. With ``clean_temps=False``
+    no temporary file is removed: a caller that reshards the files elsewhere (one task per file, holding
+    :func:`lerobot_tools._lock.shared_dataset_lock`) cleans each file's own temporary files next to it.
     """
     from lerobot_tools.dataset.model import Dataset
 
@@ -83,8 +85,10 @@ def _prepare(target, options: ReshardOptions, locks: contextlib.ExitStack | None
         return dres, []
     if not files:
         dres.error = "the episode metadata references no data files"
-    root = Path(target.root)
-    dres.removed_temps = sorted(str(p.relative_to(root)) for p in _io.clean_stale_temps(root, dry_run=options.dry_run))
+    if clean_temps:
+        root = Path(target.root)
+        dres.removed_temps = sorted(str(p.relative_to(root))
+                                    for p in _io.clean_stale_temps(root, dry_run=options.dry_run))
     return dres, files
 
 
@@ -125,7 +129,7 @@ def _reshard_locked(targets: list, options: ReshardOptions, jobs: int, progress:
             dres.notes.append(f"same dataset as {run.datasets[seen[key]].target}: processed once")
             run.datasets.append(dres)
             continue
-        dres, files = _prepare(target, options, locks)
+        dres, files = prepare_dataset(target, options, locks)
         if key is not None:
             seen[key] = len(run.datasets)
         run.datasets.append(dres)
