@@ -378,12 +378,16 @@ def _finish(res: RepoResult, dry_run: bool) -> None:
     res.status = "complete" if ok else "incomplete"
 
 
-def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> PrefetchReport:
+def prefetch(mixture: str | Path, options: PrefetchOptions | None = None, *, only: list[int] | None = None,
+             write_lock: bool = True) -> PrefetchReport:
     """Prewarm the local copies of every dataset a mixture names.
 
     Args:
         mixture: a mixture file (plain text or OpenTau JSON; :func:`lerobot_tools.dataset.mixture.read_mixture`).
         options: see :class:`PrefetchOptions`.
+        only: positions (in :func:`~lerobot_tools.prefetch.plan.plan_jobs` order) of the repo jobs to run; the
+            others are left out of the report (one task of a distributed run).
+        write_lock: update the lock file (a distributed run writes it once, when the parts are merged).
 
     Returns:
         a :class:`PrefetchReport` (one :class:`RepoResult` per repo job, in mixture order).
@@ -399,6 +403,8 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> Pre
     t0 = time.perf_counter()
     entries = read_mixture(mixture)
     jobs = plan_jobs(entries, o.local_dir_root)
+    if only is not None:
+        jobs = [jobs[i] for i in only]
     offline = _env.hub_offline() if o.offline is None else bool(o.offline)
     lock_path = (Path(o.lock_path) if o.lock_path is not None else default_lock_path(mixture)) if o.use_lock else None
     lock = LockFile.read(lock_path) if lock_path is not None else None
@@ -440,7 +446,7 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None) -> Pre
 
     report = PrefetchReport(mixture, results, endpoint, False, o.dry_run, lock_path,
                             requests=budgets.used, seconds=time.perf_counter() - t0, budgets=budgets.to_dict())
-    if lock is not None and not o.dry_run:
+    if lock is not None and not o.dry_run and write_lock:
         keys = {job.key for job in jobs if job.repo_id}
         lock.retain(keys)
         for job, res in zip(jobs, results):
