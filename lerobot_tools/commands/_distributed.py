@@ -153,6 +153,19 @@ def distributed_options(f: Callable) -> Callable:
     return wrapper
 
 
+def run_distributed_targets(dist: DistributedRequest, command: str, targets, make_spec: Callable[[list], dict],
+                            render: dict) -> NoReturn:
+    """Resolve TARGET arguments (one-line error on an unreadable mixture), build the spec, :func:`run_distributed`."""
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.errors import LrtoolError
+
+    try:
+        resolved = resolve_targets(list(targets))
+    except LrtoolError as exc:
+        fail(str(exc))
+    run_distributed(dist, command, make_spec(resolved), render)
+
+
 def run_distributed(dist: DistributedRequest, command: str, spec: dict, render: dict) -> NoReturn:
     """Run ``command`` as asked by ``dist``, print what the user needs, exit.
 

@@ -10,6 +10,7 @@ import sys
 import click
 
 from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option, jobs_option
+from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
@@ -29,7 +30,8 @@ from lerobot_tools.errors import LrtoolError
 @format_option
 @jobs_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: for mixtures on a terminal).")
-def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jobs, progress):
+@distributed_options
+def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jobs, progress, dist):
     """Say whether each video stream decodes on a GPU's NVDEC or must go to the CPU, and why.
 
     TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches, or a mixture file.
@@ -38,6 +40,9 @@ def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jo
     and judged against NVIDIA's NVDEC table for the target GPU (--gpu MODEL, else the visible GPU); K frames
     are decoded on the CPU (and with --device cuda on the GPU) to measure the cost. Each problem comes with
     what to do: CPU workers needed, the ffmpeg re-encode command, or a GPU generation that decodes it.
+
+    Scale-out: --shard / --executor probe the files on many machines; the verdicts, decode tests and
+    advice are computed once, where the parts are merged (use --gpu MODEL to judge for a given GPU).
 
     Exit status: 0 no errors; 1 errors (the requested device cannot decode; missing, placeholder, truncated
     or undecodable videos; unreadable targets); 2 the tool could not run (bad options, unreadable mixture).
@@ -50,6 +55,12 @@ def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jo
         if gpu:
             lookup_gpu(gpu)  # unknown models fail before any probing
         options = DiagnoseOptions(device=device, gpu=gpu, all_files=all_files, frames=frames, target_fps=target_fps)
+        if dist is not None:
+            from lerobot_tools.commands._distributed import run_distributed_targets
+            from lerobot_tools.distributed.diagnose_job import make_spec
+
+            run_distributed_targets(dist, "diagnose-decode", targets, lambda resolved: make_spec(resolved, options),
+                                    {"format": fmt})
         diag = diagnose(list(targets), options, jobs=jobs, progress=progress)
     except LrtoolError as exc:
         fail(str(exc))

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option
+from lerobot_tools.commands._distributed import distributed_options
 
 
 @click.command()
@@ -44,8 +45,9 @@ from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option
 @format_option
 @click.option("--progress/--no-progress", default=None,
               help="Progress bars for files and bytes on stderr (default: when stderr is a terminal).")
+@distributed_options
 def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, no_lock, update_lock,
-             api_requests, resolve_requests, window_s, budget_fraction, max_wait_s, fmt, progress):
+             api_requests, resolve_requests, window_s, budget_fraction, max_wait_s, fmt, progress, dist):
     """Download every dataset MIXTURE names into the local layout, skipping what is already on disk.
 
     MIXTURE is a mixture file (lines `org/name[@revision] [episodes=0-9,12]`, or OpenTau JSON).
@@ -56,6 +58,10 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, 
     Requests are paced per Hub rate-limit bucket ("api": resolves and listings; "resolvers": downloads),
     adapting to the RateLimit / RateLimit-Policy headers the server sends; waits are announced on stderr
     and bounded by --max-wait-s.
+
+    Scale-out: --shard / --executor fetch the repos on many machines (a repo folder is never split); each
+    task takes --budget-fraction divided by the tasks running at once, so the whole run stays within the
+    Hub's per-address limits; the lock file is written once, when the parts are merged.
 
     Exit status: 0 every entry complete, 1 some entry incomplete, 2 the tool could not run.
     """
@@ -70,6 +76,16 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, 
                               update_lock=update_lock, api_requests=api_requests,
                               resolve_requests=resolve_requests, window_s=window_s, budget_fraction=budget_fraction,
                               max_wait_s=max_wait_s, progress=progress)
+    if dist is not None:
+        from lerobot_tools.commands._distributed import run_distributed
+        from lerobot_tools.distributed.prefetch_job import make_spec
+
+        concurrent = dist.world if dist.shard or dist.workers < 1 else min(dist.workers, dist.world)
+        try:
+            spec = make_spec(mixture, options, concurrent)
+        except LrtoolError as exc:
+            fail(str(exc))
+        run_distributed(dist, "prefetch", spec, {"format": fmt})
     try:
         report = run_prefetch(mixture, options)
     except LrtoolError as exc:

@@ -7,6 +7,7 @@ import sys
 import click
 
 from lerobot_tools.commands._common import fail, format_option, lock_timeout_option
+from lerobot_tools.commands._distributed import distributed_options
 
 
 @click.command()
@@ -24,7 +25,8 @@ from lerobot_tools.commands._common import fail, format_option, lock_timeout_opt
               "created), then delete that backup.")
 @format_option
 @lock_timeout_option
-def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt, lock_timeout):
+@distributed_options
+def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt, lock_timeout, dist):
     """Fix mechanically what validate finds: diff first, backup, --undo.
 
     TARGET is a dataset folder, a repo id found in $HF_LEROBOT_HOME, or a mixture file (as for validate).
@@ -33,6 +35,9 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt, lock_
     Every change fixes a named finding. The originals of the files that change are copied to
     .lrtool/backup/<UTC timestamp>/ in the dataset root before the first write; every write is atomic and
     verified; validate runs again afterwards and a repair that makes it worse is rolled back.
+
+    Scale-out: --shard / --executor repair whole datasets on many machines (a dataset is one transaction,
+    never split); `lrtool report` prints the reports in target order.
 
     Exit status: 0 every repairable finding fixed and no errors remain; 1 errors remain, or a repair failed
     or was rolled back; 2 the tool could not run.
@@ -57,6 +62,11 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt, lock_
     named = {p.strip().upper() for item in only for p in item.split(",")} & (sel or set())
     options = RepairOptions(only=sel, drop_undeclared=drop_undeclared, move_files=move_files, named=named,
                             lock_timeout=lock_timeout)
+    if dist is not None:
+        from lerobot_tools.commands._distributed import run_distributed
+        from lerobot_tools.distributed.repair_job import make_spec
+
+        run_distributed(dist, "repair", make_spec(resolved, options, dry_run=dry_run, undo=undo), {"format": fmt})
     docs, status = [], 0
     for t in unique:
         try:

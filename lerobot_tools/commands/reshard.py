@@ -7,6 +7,7 @@ import sys
 import click
 
 from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option, jobs_option, lock_timeout_option
+from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
@@ -23,7 +24,8 @@ from lerobot_tools.errors import LrtoolError
 @format_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on a terminal).")
 @lock_timeout_option
-def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, progress, lock_timeout):
+@distributed_options
+def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, progress, lock_timeout, dist):
     """Rewrite data parquet into page-indexed row groups, one episode per row group.
 
     TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches, or a
@@ -33,6 +35,9 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
     row order and metadata stay the same. Killed at any moment, every file is either its original
     or its complete, verified rewrite; the next run removes the temporary files and finishes.
 
+    Scale-out: --shard RANK/WORLD --part-out FILE rewrites one share (large datasets split by file);
+    --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
+
     Exit status: 0 every file resharded or already conforming, 1 a file or dataset failed (it is
     left untouched; the others are still processed), 2 the tool could not run.
     """
@@ -41,6 +46,15 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
 
     options = ReshardOptions(row_group_mb=row_group_mb, compression=compression, dry_run=dry_run,
                              world_size=world_size, lock_timeout=lock_timeout)
+    if dist is not None:
+        from lerobot_tools.commands._distributed import run_distributed_targets
+        from lerobot_tools.distributed.reshard_job import make_spec
+
+        try:
+            options.check()
+        except LrtoolError as exc:
+            fail(str(exc))
+        run_distributed_targets(dist, "reshard", targets, lambda resolved: make_spec(resolved, options), {"format": fmt})
     try:
         run = run_reshard(targets, options, jobs=jobs, progress=progress)
     except LrtoolError as exc:

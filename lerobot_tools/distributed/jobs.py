@@ -5,6 +5,7 @@ A job module (``validate_job``, ``reshard_job``, ...) exposes ``JOB``, an object
 - ``sizes(spec) -> list[DatasetSize]``: per target, its bytes and (when it can be split) its files;
 - ``run_dataset(spec, i)``: the whole of dataset ``i``; ``run_head(spec, i)``: the dataset-level part of a
   split dataset; ``run_files(spec, i, relpaths)``: some of its files. Each returns plain JSON;
+- optionally ``run_datasets(spec, indices)``: several whole datasets in one call (prefetch: one budget);
 - ``merge(spec, datasets: list[DatasetParts])``: the command's result object, exactly what the
   single-process command returns for the same targets;
 - ``report(result, render, out) -> int``: print it as the command does (``render`` holds ``format`` and
@@ -25,6 +26,10 @@ from lerobot_tools.errors import UsageError
 #: command -> module exposing ``JOB``
 JOBS: dict[str, str] = {
     "validate": "lerobot_tools.distributed.validate_job",
+    "reshard": "lerobot_tools.distributed.reshard_job",
+    "diagnose-decode": "lerobot_tools.distributed.diagnose_job",
+    "repair": "lerobot_tools.distributed.repair_job",
+    "prefetch": "lerobot_tools.distributed.prefetch_job",
 }
 
 

@@ -66,7 +66,8 @@ def in_directory(path: str | None) -> Iterator[None]:
 def run_shard(plan: Plan, rank: int, out: Path) -> dict[str, Any]:
     """Run the work items of task ``rank`` and write its part to ``out`` (atomically).
 
-    Items run in natural order; the file items one task owns in one dataset run as one call.
+    Items run in natural order; the file items one task owns in one dataset run as one call, and a job with
+    ``run_datasets(spec, indices)`` runs all the task's whole datasets in one call.
 
     Returns:
         The part (as written).
@@ -85,11 +86,16 @@ def run_shard(plan: Plan, rank: int, out: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     entries: list[dict[str, Any]] = []
     with in_directory(plan.cwd):
+        whole = [it.dataset for it in items if it.kind == "dataset"]
+        batch: dict[int, Any] = {}
+        if whole and hasattr(job, "run_datasets"):  # a job that runs its datasets together (shared budget)
+            batch = dict(zip(whole, job.run_datasets(plan.spec, whole)))
         for ds, group in itertools.groupby(items, key=lambda it: it.dataset):
             group = list(group)
             for it in group:
                 if it.kind == "dataset":
-                    entries.append({"dataset": ds, "kind": "dataset", "result": job.run_dataset(plan.spec, ds)})
+                    result = batch[ds] if ds in batch else job.run_dataset(plan.spec, ds)
+                    entries.append({"dataset": ds, "kind": "dataset", "result": result})
                 elif it.kind == "head":
                     entries.append({"dataset": ds, "kind": "head", "result": job.run_head(plan.spec, ds)})
             files = [it.path for it in group if it.kind == "file"]
