@@ -1,0 +1,145 @@
+"""Scale-out of reshard, diagnose-decode, repair and prefetch: ``--shard`` parts (and, for reshard,
+datatrove's LocalPipelineExecutor) merge into the single-process report and exit status.
+
+Commands that change files run twice on identical copies of the fixtures (one copy single-process, one
+distributed) from the copy's own folder, so the reports name the same relative targets; what legitimately
+differs (seconds, backup timestamps, the copy's absolute folder) is normalised before comparing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.hubserver import HubServer, read_folder
+from tests.scaleout_data import REPO, lrtool
+
+FIXTURES = REPO / "fixtures" / "datasets"
+TARGETS = ["mixture.txt", "datasets/clean_v30", "datasets/clean_v21", "datasets/broken_undeclared_column"]
+
+
+def _copies(tmp_path: Path, *names: str) -> list[Path]:
+    out = []
+    for name in names:
+        d = tmp_path / name
+        shutil.copytree(FIXTURES, d / "datasets")
+        shutil.copy(REPO / "fixtures" / "mixture.txt", d / "mixture.txt")
+        out.append(d)
+    return out
+
+
+def _zero_seconds(o):
+    if isinstance(o, dict):
+        return {k: 0 if k == "seconds" else _zero_seconds(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_zero_seconds(x) for x in o]
+    return o
+
+
+def _shards(cwd: Path, world: int, *args, **env: str) -> None:
+    for rank in range(world):
+        r = lrtool(*args, "--shard", f"{rank}/{world}", "--part-out", f"parts/part-{rank}.json", cwd=cwd, **env)
+        assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_reshard_shards_equal_single_process_and_every_file_conforms(tmp_path):
+    single, dist = _copies(tmp_path, "single", "dist")
+    # a stale temporary file of a data file and one of no data file: both removed, once
+    for d in (single, dist):
+        (d / "datasets/clean_v21/data/chunk-000/.lrtool-tmp-x-episode_000001.parquet").write_bytes(b"partial")
+        (d / "datasets/clean_v21/meta/.lrtool-tmp-y-info.json").write_bytes(b"partial")
+    args = ["reshard", *TARGETS, "--row-group-mb", "0.004", "--format", "json"]
+    a = lrtool(*args, cwd=single)
+    _shards(dist, 3, *args)
+    plan = json.loads((dist / "parts" / "plan.json").read_text())
+    assert any(it[1] == "head" for items in plan["assignment"] for it in items)  # some datasets split by file
+    b = lrtool("report", "parts", cwd=dist)
+    assert a.returncode == b.returncode == 0, b.stderr[-2000:]
+    da, db = (json.dumps(_zero_seconds(json.loads(r.stdout))).replace(str(d), "COPY") for r, d in ((a, single), (b, dist)))
+    assert da == db
+    doc = json.loads(b.stdout)
+    assert doc["summary"]["resharded"] > 0 and doc["summary"]["failed"] == 0
+    clean = next(d for d in doc["datasets"] if d["target"] == "datasets/clean_v21")
+    assert clean["removed_temps"] == ["data/chunk-000/.lrtool-tmp-x-episode_000001.parquet",
+                                      "meta/.lrtool-tmp-y-info.json"]
+    v = lrtool("validate", *TARGETS[1:], "--select", "R001,R002,R003", "--row-group-mb", "0.004", "--format", "json",
+               cwd=dist)
+    assert [f for d in json.loads(v.stdout)["datasets"] for f in d["findings"]] == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("datatrove") is None, reason="the [distributed] extra is not installed")
+def test_reshard_through_the_local_executor_leaves_every_file_conforming(tmp_path):
+    single, dist = _copies(tmp_path, "single", "dist")
+    args = ["reshard", *TARGETS, "--row-group-mb", "0.004", "--format", "json"]
+    a = lrtool(*args, cwd=single)
+    b = lrtool(*args, "--executor", "local", "--tasks", "3", "--workers", "2", "--logging-dir", "run", cwd=dist)
+    assert a.returncode == b.returncode == 0, b.stderr[-2000:]
+    assert (json.dumps(_zero_seconds(json.loads(a.stdout))).replace(str(single), "COPY")
+            == json.dumps(_zero_seconds(json.loads(b.stdout))).replace(str(dist), "COPY"))
+    v = lrtool("validate", *TARGETS[1:], "--select", "R001,R002,R003", "--row-group-mb", "0.004", "--format", "json",
+               cwd=dist)
+    assert [f for d in json.loads(v.stdout)["datasets"] for f in d["findings"]] == []
+    again = lrtool(*args, "--executor", "local", "--tasks", "3", "--logging-dir", "run2", cwd=dist)
+    assert again.returncode == 0 and json.loads(again.stdout)["summary"]["resharded"] == 0  # all conform now
+
+
+def test_diagnose_shards_equal_single_process(tmp_path):
+    targets = [str(REPO / "fixtures" / "mixture.txt"), *sorted(str(p) for p in FIXTURES.iterdir())]
+    args = ["diagnose-decode", *targets, "--frames", "0", "--gpu", "A10G", "--all-files"]
+    a = lrtool(*args, "--format", "json")
+    _shards(tmp_path, 4, *args)
+    plan = json.loads((tmp_path / "parts" / "plan.json").read_text())
+    assert any(it[1] == "head" for items in plan["assignment"] for it in items)  # videos split by file
+    b = lrtool("report", tmp_path / "parts", "--format", "json")
+    assert a.returncode == b.returncode == 1, b.stderr[-2000:]
+    assert _zero_seconds(json.loads(a.stdout)) == _zero_seconds(json.loads(b.stdout))
+
+
+def test_repair_shards_equal_single_process(tmp_path):
+    single, dist = _copies(tmp_path, "single", "dist")
+    names = ["broken_undeclared_column", "broken_missing_task_label", "broken_wrong_totals", "clean_v21"]
+    names = [n for n in names if (FIXTURES / n).is_dir()]
+    args = ["repair", *(f"datasets/{n}" for n in names), f"datasets/{names[0]}"]  # one named twice: once
+    a = lrtool(*args, cwd=single)
+    _shards(dist, 3, *args)
+    b = lrtool("report", "parts", cwd=dist)
+    stamp = re.compile(r"\d{8}T\d{6}(\.\d+)?Z|\d{4}-\d\d-\d\dT[\d:.]+Z?")
+    assert a.returncode == b.returncode, b.stderr[-2000:]
+    assert stamp.sub("T", a.stdout) == stamp.sub("T", b.stdout)
+    assert f"repair of {len(names)} dataset(s)" in b.stdout
+
+
+@pytest.mark.usefixtures("isolated_hub_env")
+def test_prefetch_shards_split_the_budget_and_write_the_lock_once(tmp_path):
+    v21, v30 = read_folder(FIXTURES / "clean_v21"), read_folder(FIXTURES / "clean_v30")
+    with HubServer() as srv:
+        repos = {"org/a": v21, "org/b": v30, "org/c": v21, "org/d": v30}
+        for repo, files in repos.items():
+            srv.add_repo(repo, files)
+        mix = tmp_path / "mixture.txt"
+        mix.write_text("\n".join(repos) + "\n")
+        root = tmp_path / "out"
+        common = ["prefetch", mix, "--local-dir-root", root, "--resolve-requests", "1000"]
+        _shards(tmp_path, 2, *common, HF_ENDPOINT=srv.url)
+        assert not (tmp_path / "mixture.lock").exists()  # tasks never write the lock
+        r = lrtool("report", tmp_path / "parts", "--format", "json")
+        assert r.returncode == 0, r.stderr[-2000:]
+        doc = json.loads(r.stdout)
+        assert [x["repo_id"] for x in doc["repos"]] == list(repos)
+        assert all(x["status"] == "complete" for x in doc["repos"])
+        assert doc["requests"] == srv.total()
+        assert doc["budgets"]["resolvers"]["limits"][0]["quota"] == 500  # each task took half of 1000
+        for repo, files in repos.items():
+            got = {p.relative_to(root / repo).as_posix(): p.read_bytes() for p in (root / repo).rglob("*")
+                   if p.is_file() and ".cache" not in p.parts}
+            assert got == files
+        lock = json.loads((tmp_path / "mixture.lock").read_text())
+        assert len(json.dumps(lock)) > 0 and all(repo in json.dumps(lock) for repo in repos)
+        srv.reset()
+        warm = lrtool(*common, "--format", "json", HF_ENDPOINT=srv.url)
+        assert warm.returncode == 0 and srv.total() == 0  # the merged lock pins every repo: no request at all
