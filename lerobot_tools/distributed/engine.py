@@ -178,7 +178,11 @@ def launch(opts: ExecutorOptions) -> Launched:
     run_dir = Path(opts.logging_dir)
     step = ShardStep(str(run_dir))
     if opts.kind == "local":
-        ex = _LocalExecutor(pipeline=[step], tasks=opts.tasks, workers=opts.workers, logging_dir=str(run_dir))
+        # fork: the task processes inherit the imported modules (forkserver re-imports pyarrow, datatrove and
+        # lrtool in every task: seconds per task on a busy 2-core machine); nothing here runs threads yet
+        start = "fork" if sys.platform.startswith("linux") else "forkserver"
+        ex = _LocalExecutor(pipeline=[step], tasks=opts.tasks, workers=opts.workers, logging_dir=str(run_dir),
+                            start_method=start)
         ex.run()
         left = ex.get_incomplete_ranks(skip_completed=True)
         return Launched(True, failed=[f"{len(left)} task(s) failed: rank(s) {left[:12]}"] if left else [])
