@@ -134,3 +134,66 @@ def dataset_lock(root: str | os.PathLike, *, timeout: float = DEFAULT_LOCK_TIMEO
         if in_dataset:
             with contextlib.suppress(OSError):
                 path.parent.rmdir()  # only when empty: backups stay
+
+
+@contextlib.contextmanager
+def shared_dataset_lock(root: str | os.PathLike, *, timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+                        what: str = "writing") -> Iterator[Path]:
+    """Hold the dataset's write lock in shared mode for the duration of the block.
+
+    For the tasks of one distributed run that each write *different* files of one dataset (``lrtool reshard
+    --shard``/``--executor``, one task per data file): they hold the lock together, while every exclusive holder
+    (:func:`dataset_lock`: another reshard, a repair, an undo) is locked out as long as any of them writes, and
+    they wait while an exclusive holder writes. It is ``flock(LOCK_SH)`` on the same lock file
+    :func:`dataset_lock` uses (``filelock`` takes ``flock(LOCK_EX)``). An exclusive holder unlinks the file when
+    it releases, so a lock won on an unlinked file is retried on the new one. The last shared holder to leave
+    removes the lock file (and an empty ``.lrtool/``) when it can take it exclusively without waiting.
+
+    Raises:
+        DatasetLocked: an exclusive holder still holds the lock after ``timeout`` seconds.
+        LrtoolError: as :func:`dataset_lock`.
+    """
+    import fcntl
+
+    root = Path(root)
+    path, in_dataset = _lock_path(root)
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        _prepare_dir(path, in_dataset, root)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                raise DatasetLocked(f"another lrtool run is writing this dataset (lock {path} held); gave up after "
+                                    f"{timeout:g} s: run again when it has finished, or raise --lock-timeout",
+                                    root) from None
+            if not told and timeout > 0:
+                until = time.strftime("%H:%M:%S", time.localtime(time.time() + timeout))
+                print(f"lrtool: {root}: another lrtool run is writing this dataset; waiting for it to finish before "
+                      f"{what} (until {until}, --lock-timeout {timeout:g} s)", file=sys.stderr, flush=True)
+                told = True
+            time.sleep(0.05)
+            continue
+        if os.fstat(fd).st_nlink == 0:  # an exclusive holder unlinked it on release: lock the new file
+            os.close(fd)
+            continue
+        break
+    try:
+        yield path
+    finally:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else holds it: leave no trace
+            with contextlib.suppress(OSError):
+                st, now = os.fstat(fd), os.stat(path)
+                if (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
+                    os.unlink(path)
+            last = True
+        except OSError:
+            last = False
+        os.close(fd)
+        if last and in_dataset:
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
