@@ -143,3 +143,40 @@ def test_prefetch_shards_split_the_budget_and_write_the_lock_once(tmp_path):
         srv.reset()
         warm = lrtool(*common, "--format", "json", HF_ENDPOINT=srv.url)
         assert warm.returncode == 0 and srv.total() == 0  # the merged lock pins every repo: no request at all
+
+
+def test_shared_dataset_lock_admits_the_tasks_of_a_run_and_locks_out_other_writers(tmp_path):
+    from lerobot_tools._lock import DatasetLocked, dataset_lock, shared_dataset_lock
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    with shared_dataset_lock(root, timeout=0), shared_dataset_lock(root, timeout=0):  # two tasks of one run
+        with pytest.raises(DatasetLocked):
+            with dataset_lock(root, timeout=0):  # a repair or another reshard waits, then gives up
+                pass
+    assert not (root / ".lrtool").exists()  # the last task out leaves no trace
+    with dataset_lock(root, timeout=0):
+        with pytest.raises(DatasetLocked):
+            with shared_dataset_lock(root, timeout=0.2):
+                pass
+    with shared_dataset_lock(root, timeout=0):  # after an exclusive holder unlinked its file
+        with pytest.raises(DatasetLocked):
+            with dataset_lock(root, timeout=0):
+                pass
+
+
+def test_a_split_reshard_is_locked_out_by_another_writer(tmp_path):
+    from lerobot_tools._lock import dataset_lock
+
+    (copy,) = _copies(tmp_path, "c")
+    data = sorted((copy / "datasets/clean_v21/data").rglob("*.parquet"))
+    before = {p: p.read_bytes() for p in data}
+    with dataset_lock(copy / "datasets/clean_v21", timeout=0):  # a repair is writing this dataset
+        _shards(copy, 3, "reshard", "datasets/clean_v21", "--lock-timeout", "0")
+    plan = json.loads((copy / "parts" / "plan.json").read_text())
+    assert sum(it[1] == "file" for items in plan["assignment"] for it in items) == 3  # split by file
+    r = lrtool("report", "parts", "--format", "json", cwd=copy)
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)["datasets"][0]
+    assert "another lrtool run is writing this dataset" in (doc["error"] or "")
+    assert {p: p.read_bytes() for p in data} == before  # nothing written

@@ -74,7 +74,7 @@ class RepairJob:
         t = target_from_dict(spec["targets"][index])
         try:
             if spec["undo"]:
-                res = undo(t, dry_run=spec["dry_run"])
+                res = undo(t, dry_run=spec["dry_run"], lock_timeout=_options(spec).lock_timeout)
                 doc, render = diff.undo_to_dict(res), diff.render_undo
             else:
                 res = repair_target(t, _options(spec), dry_run=spec["dry_run"])

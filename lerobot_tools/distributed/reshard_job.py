@@ -9,6 +9,10 @@ process would. Two rules keep tasks from touching each other's files:
 - the task owning the dataset's head removes the other stale temporary files of the dataset (those no data
   file owns) and returns the dataset's result shell (version, notes, errors) and the loader order of its files.
 
+The tasks of a split dataset hold its write lock together (:func:`lerobot_tools._lock.shared_dataset_lock`), so
+another lrtool run writing the dataset (a repair, another reshard) is locked out while any of them writes; a
+dataset that is one work item takes the lock exclusively, as the single-process command does.
+
 The merge assembles the per-dataset results in the single-process order (a dataset named twice is processed
 once and noted) and recomputes the shard counts, giving the report and exit status of ``lrtool reshard``.
 """
@@ -69,6 +73,17 @@ def _remove_temps(root: Path, temps: list[Path], dry_run: bool) -> list[str]:
     return out
 
 
+def _shared_lock(target, options):
+    """The dataset's write lock, shared with the other tasks of this run (nothing on a dry run)."""
+    import contextlib
+
+    from lerobot_tools._lock import shared_dataset_lock
+
+    if options.dry_run or target.root is None or not Path(target.root).is_dir():
+        return contextlib.nullcontext()
+    return shared_dataset_lock(target.root, timeout=options.lock_timeout, what="resharding")
+
+
 def _dataset_from_dict(d: dict):
     from lerobot_tools.reshard.model import DatasetResult, FileResult, ShardCount
 
@@ -117,25 +132,43 @@ class ReshardJob:
 
     def run_head(self, spec: dict, index: int) -> dict:
         from lerobot_tools import _io
+        from lerobot_tools.errors import LrtoolError
+        from lerobot_tools.reshard.model import DatasetResult
         from lerobot_tools.reshard.run import prepare_dataset
 
         target = target_from_dict(spec["targets"][index])
         options = _options(spec)
-        dres, files = prepare_dataset(target, options, clean_temps=False)
-        removed: list[str] = []
-        if target.root is not None and Path(target.root).is_dir():
-            root = Path(target.root)
-            strays = [t for t in _io.clean_stale_temps(root, dry_run=True) if _owner(t, files) is None]
-            removed = _remove_temps(root, strays, options.dry_run)
+        try:
+            with _shared_lock(target, options):
+                dres, files = prepare_dataset(target, options, clean_temps=False)
+                removed: list[str] = []
+                if target.root is not None and Path(target.root).is_dir():
+                    root = Path(target.root)
+                    strays = [t for t in _io.clean_stale_temps(root, dry_run=True) if _owner(t, files) is None]
+                    removed = _remove_temps(root, strays, options.dry_run)
+        except LrtoolError as exc:  # locked by another run: the dataset fails, as in one process
+            dres = DatasetResult(target=target.spec, root=str(target.root) if target.root else None, error=str(exc))
+            return {"dataset": asdict(dres), "files": [], "removed": []}
         return {"dataset": asdict(dres), "files": [rel for _, rel, _ in files], "removed": removed}
 
     def run_files(self, spec: dict, index: int, relpaths: list[str]) -> dict:
+        from lerobot_tools.errors import LrtoolError
+        from lerobot_tools.reshard.model import FileResult
+
+        target = target_from_dict(spec["targets"][index])
+        options = _options(spec)
+        try:
+            with _shared_lock(target, options):
+                return self._rewrite(target, options, relpaths)
+        except LrtoolError as exc:  # locked by another run: these files fail, untouched
+            return {"results": {rel: asdict(FileResult(dataset=target.spec, relpath=rel, error=str(exc)))
+                                for rel in relpaths}, "removed": []}
+
+    def _rewrite(self, target, options, relpaths: list[str]) -> dict:
         from lerobot_tools.reshard.model import FileResult
         from lerobot_tools.reshard.run import prepare_dataset
         from lerobot_tools.reshard.write import reshard_file
 
-        target = target_from_dict(spec["targets"][index])
-        options = _options(spec)
         _, files = prepare_dataset(target, options, clean_temps=False)
         by_rel = {rel: (path, eps) for path, rel, eps in files}
         results: dict[str, Any] = {}
