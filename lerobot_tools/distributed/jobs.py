@@ -78,3 +78,37 @@ def get_job(command: str) -> Job:
     if module is None:
         raise UsageError(f"{command!r} cannot run distributed (known: {', '.join(sorted(JOBS))})")
     return importlib.import_module(module).JOB
+
+
+def dataclass_from_dict(cls, d: dict[str, Any]):
+    """Rebuild dataclass ``cls`` from ``dataclasses.asdict`` output: fields typed as a dataclass, a list of
+    one, or an optional one are rebuilt; other values are taken as they are; unknown keys are refused.
+
+    Raises:
+        TypeError: ``d`` has keys ``cls`` does not.
+    """
+    import dataclasses
+    import types
+    import typing
+
+    hints = typing.get_type_hints(cls)
+
+    def coerce(tp, v):
+        if v is None:
+            return None
+        if dataclasses.is_dataclass(tp):
+            return dataclass_from_dict(tp, v)
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+        if origin is list and args and dataclasses.is_dataclass(args[0]):
+            return [dataclass_from_dict(args[0], x) for x in v]
+        if origin in (typing.Union, types.UnionType):
+            inner = [a for a in args if a is not type(None)]
+            if len(inner) == 1:
+                return coerce(inner[0], v)
+        return v
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(d) - names
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+    return cls(**{k: coerce(hints[k], v) for k, v in d.items()})

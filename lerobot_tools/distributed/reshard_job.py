@@ -85,12 +85,10 @@ def _shared_lock(target, options):
 
 
 def _dataset_from_dict(d: dict):
-    from lerobot_tools.reshard.model import DatasetResult, FileResult, ShardCount
+    from lerobot_tools.distributed.jobs import dataclass_from_dict
+    from lerobot_tools.reshard.model import DatasetResult
 
-    d = dict(d)
-    d["files"] = [FileResult(**f) for f in d.get("files", [])]
-    d["shards"] = ShardCount(**d["shards"]) if d.get("shards") else None
-    return DatasetResult(**d)
+    return dataclass_from_dict(DatasetResult, d)
 
 
 class ReshardJob:

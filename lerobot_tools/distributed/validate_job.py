@@ -25,9 +25,10 @@ from typing import IO, Any
 
 from lerobot_tools.checks.context import ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
+from lerobot_tools.distributed.jobs import dataclass_from_dict
 from lerobot_tools.distributed.partition import DatasetSize
 from lerobot_tools.distributed.plan import target_from_dict, target_to_dict
-from lerobot_tools.findings import DatasetReport, Finding, NotChecked
+from lerobot_tools.findings import DatasetReport
 
 
 # ---------------------------------------------------------------------- spec
@@ -59,11 +60,8 @@ def report_to_dict(r: DatasetReport) -> dict[str, Any]:
 
 
 def report_from_dict(d: dict[str, Any]) -> DatasetReport:
-    """Inverse of :func:`report_to_dict`."""
-    d = dict(d)
-    d["findings"] = [Finding(**f) for f in d.get("findings", [])]
-    d["not_checked"] = [NotChecked(**n) for n in d.get("not_checked", [])]
-    return DatasetReport(**d)
+    """Inverse of :func:`report_to_dict` (nested dataclasses rebuilt from the field types)."""
+    return dataclass_from_dict(DatasetReport, d)
 
 
 # ---------------------------------------------------------------------- record / replay
