@@ -33,16 +33,21 @@ def _options(spec: dict):
 
 
 def dataset_from_dict(d: dict):
-    """A phase-1 :class:`~lerobot_tools.diagnose.model.DatasetDiagnosis` from ``dataclasses.asdict``."""
-    from lerobot_tools.diagnose.model import DatasetDiagnosis, Mismatch, Problem, StreamProbe
+    """A phase-1 :class:`~lerobot_tools.diagnose.model.DatasetDiagnosis` from ``dataclasses.asdict``: typed
+    nested results rebuilt from the field types, plus the untyped ones (each stream's
+    :class:`~lerobot_tools.video.probe.VideoProbe`, the :class:`~lerobot_tools.findings.RootCause` list)."""
+    from lerobot_tools.diagnose.model import DatasetDiagnosis
+    from lerobot_tools.distributed.jobs import dataclass_from_dict
+    from lerobot_tools.findings import RootCause
     from lerobot_tools.video.probe import VideoProbe
 
-    d = dict(d)
-    d["streams"] = [StreamProbe(s["video_key"], s["path"], VideoProbe(**s["probe"]),
-                                [Mismatch(**m) for m in s.get("mismatches", [])]) for s in d.get("streams", [])]
-    d["problems"] = [Problem(**p) for p in d.get("problems", [])]
-    d["groups"] = []
-    return DatasetDiagnosis(**d)
+    dd = dataclass_from_dict(DatasetDiagnosis, d)
+    for sp in dd.streams:
+        if isinstance(sp.probe, dict):
+            sp.probe = dataclass_from_dict(VideoProbe, sp.probe)
+    dd.causes = [dataclass_from_dict(RootCause, c) if isinstance(c, dict) else c for c in dd.causes]
+    dd.groups = []
+    return dd
 
 
 def _key(rel: str, pyav: bool, gop: str) -> str:
