@@ -3,13 +3,14 @@
 How it reads (lerobot-format §§6, 10.3, 14; pitfalls C7, D3, D9, I3):
 
 * **Rows.** The data parquet files holding the selected episodes go, in sorted path order (the order the
-  episode metadata implies, §6), through ``datasets.load_dataset("parquet", data_files=[...])``. The Arrow
-  cache it writes is memory-mapped, so resident pages are file-backed and the process's anonymous memory
-  does not grow with the data. One pass over the ``episode_index`` column (8 bytes a row) finds the row
-  range of every episode; the index then maps sample ``i`` -> (selected episode, frame) -> Arrow row with
-  O(episodes) memory. Rows of an episode that are missing, split or miscounted raise
-  :class:`~lerobot_tools.errors.DatasetError` naming the data file instead of returning another
-  episode's rows.
+  episode metadata implies, §6), through ``datasets.load_dataset("parquet", data_files=[...])`` once per
+  machine; its Arrow cache is then memory-mapped directly on every later open (:mod:`._arrow`: a warm
+  open takes milliseconds and does not import ``datasets``). Resident pages are file-backed, so the
+  process's anonymous memory does not grow with the data. One pass over the ``episode_index`` column
+  (8 bytes a row) finds the row range of every episode; the index then maps sample ``i`` -> (selected
+  episode, frame) -> Arrow row with O(episodes) memory. Rows of an episode that are missing, split or
+  miscounted raise :class:`~lerobot_tools.errors.DatasetError` naming the data file instead of returning
+  another episode's rows.
 * **Episode subsets.** ``episodes=[5, 2, 9]`` (unsorted, sparse) selects those episodes; samples are ordered
   by ascending episode index (as lerobot v3 and OpenTau do), and every sample is taken from the rows of
   its own episode, never through ``episode_index`` arithmetic (pitfalls C7: lerobot <= 0.3 indexed by
@@ -25,7 +26,8 @@ How it reads (lerobot-format §§6, 10.3, 14; pitfalls C7, D3, D9, I3):
   problem (de-duplicated across samples, DataLoader workers and dataset objects: a 392-dataset run logged
   ~3000 copies before OpenTau de-duplicated, pitfalls I3), and the samples concerned carry no ``task`` key.
 
-torch, torchcodec and datasets are imported by this module; ``import lerobot_tools`` never imports it.
+torch is imported by this module, torchcodec when a dataset with video keys is opened, datasets only when
+an Arrow cache has to be built; ``import lerobot_tools`` never imports this module.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ import pyarrow as pa
 import torch
 
 from lerobot_tools.dataset.model import Dataset, Episode
-from lerobot_tools.errors import DatasetError, one_line
+from lerobot_tools.errors import DatasetError
+from lerobot_tools.loaders._arrow import MappedBudget, open_rows, scan_rows
 from lerobot_tools.loaders.video import DecoderCache, DecoderStats, FrameTimestampError, VideoDecodeError
 
 __all__ = ["FrameDataset", "LoaderWarning", "collate_frames", "FrameTimestampError", "VideoDecodeError"]
@@ -97,6 +100,13 @@ class FrameDataset(torch.utils.data.Dataset):
             the mappings of the cache files are dropped with ``madvise(MADV_DONTNEED)``: the page cache
             keeps the data, the next read re-maps it with a minor fault. Only read-only mappings of this
             dataset's own cache files are touched. Linux only (elsewhere the bound is ignored).
+        decoder_cache: a :class:`~lerobot_tools.loaders.DecoderCache` to share with other datasets (a
+            mixture keeps one per process); None = a new one of ``decoder_cache_size``.
+        mapped_budget: a :class:`~lerobot_tools.loaders._arrow.MappedBudget` to share with other
+            datasets instead of one of ``max_mapped_mb`` for this dataset alone.
+        resample: None: ``delta_timestamps`` offsets must be multiples of ``1/fps``; ``"nearest"``: an
+            offset between two frames takes the nearest frame (how a mixture resamples a dataset to its
+            ``action_freq``; OpenTau's default ``vector_resample_strategy``).
 
     Sample (``dataset[i]``), a dict:
         * each data column: ``torch.Tensor`` of the declared dtype; shape ``()`` for a scalar column
@@ -117,7 +127,8 @@ class FrameDataset(torch.utils.data.Dataset):
         episode_lengths: int64 array ``(E,)``: frames of each selected episode.
         episode_starts: int64 array ``(E,)``: dataset index of each selected episode's first frame.
         num_frames: ``len(self)``.
-        hf_dataset: the memory-mapped ``datasets.Dataset`` of the loaded data files.
+        cache_files: the memory-mapped Arrow cache files (absolute paths).
+        hf_dataset: the same rows as a ``datasets.Dataset`` (built on first access).
         delta_indices: ``{key: int64 array of frame offsets}``.
 
     Raises:
@@ -140,6 +151,9 @@ class FrameDataset(torch.utils.data.Dataset):
         decoder_cache_size: int | None = None,
         progress: bool = False,
         max_mapped_mb: float | None = 128.0,
+        decoder_cache: DecoderCache | None = None,
+        mapped_budget: MappedBudget | None = None,
+        resample: str | None = None,
     ):
         self.meta = root if isinstance(root, Dataset) else Dataset(root)
         self.root = self.meta.root
@@ -149,6 +163,8 @@ class FrameDataset(torch.utils.data.Dataset):
             raise DatasetError("fps is missing or not a positive number", "meta/info.json")
         if frames_dtype not in ("float32", "uint8"):
             raise ValueError(f"frames_dtype must be 'float32' or 'uint8', got {frames_dtype!r}")
+        if resample not in (None, "nearest"):
+            raise ValueError(f"resample must be None or 'nearest', got {resample!r}")
         self.fps = float(self.meta.fps)
         self.tolerance_s = float(tolerance_s)
         self.frames_dtype = frames_dtype
@@ -183,11 +199,14 @@ class FrameDataset(torch.utils.data.Dataset):
             if not self.meta.path(rel).is_file():
                 raise DatasetError("data file is missing", rel)
         self.data_files = data_files
-        self.hf_dataset = _load_parquet([str(self.meta.path(r)) for r in data_files], cache_dir, progress, self.root)
-        self._columns = list(self.hf_dataset.column_names)
+        self._rows = open_rows([str(self.meta.path(r)) for r in data_files], cache_dir, progress=progress,
+                               where=self.root)
+        self.cache_files = self._rows.cache_files
+        self._hf_dataset = None
+        self._columns = list(self._rows.table.column_names)
         if "episode_index" not in self._columns:
             raise DatasetError("the data parquet has no episode_index column", data_files[0])
-        runs, task_indices = _scan_rows(self.hf_dataset, max_runs=4 * len(by_index) + 64, where=data_files[0])
+        runs, task_indices = scan_rows(self._rows.table, max_runs=4 * len(by_index) + 64, where=data_files[0])
         lengths = np.empty(len(selected), dtype=np.int64)
         row_starts = np.empty(len(selected), dtype=np.int64)
         for k, ep in enumerate(self._ep_meta):
@@ -207,9 +226,8 @@ class FrameDataset(torch.utils.data.Dataset):
         self.episode_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         self._row_starts = row_starts
         self.num_frames = int(lengths.sum())
-        self._arrow = self.hf_dataset.with_format("arrow")
-        self._mapped_limit = None if max_mapped_mb is None else int(max_mapped_mb * 2**20)
-        self._mapped_base: tuple[int, int] | None = None  # (pid, file-backed resident bytes after the last trim)
+        self._budget = mapped_budget if mapped_budget is not None else MappedBudget(max_mapped_mb)
+        self._budget.register(self.cache_files)
 
         # ------------------------------------------------------------ tasks
         self._task_labels, self._taskless_episodes = self._resolve_tasks(task_indices)
@@ -224,7 +242,7 @@ class FrameDataset(torch.utils.data.Dataset):
                                data_files[0])
         for key in self.video_keys:
             self._index_videos(key)
-        self._decoders = DecoderCache(decoder_cache_size)
+        self._decoders = decoder_cache if decoder_cache is not None else DecoderCache(decoder_cache_size)
         if self.video_keys:
             import torchcodec.decoders  # noqa: F401  (~1 s; imported once here, inherited by forked workers)
         self._image_cols = [c for c in self._columns if self.features.get(c, {}).get("dtype") == "image"]
@@ -241,28 +259,34 @@ class FrameDataset(torch.utils.data.Dataset):
             idx = []
             for d in offsets:
                 k = round(d * self.fps)
-                if abs(d - k / self.fps) > self.tolerance_s:
+                if resample is None and abs(d - k / self.fps) > self.tolerance_s:
                     raise ValueError(f"delta_timestamps[{key!r}] offset {d} s is not a multiple of 1/fps "
                                      f"(fps {self.fps:g}) within tolerance_s={self.tolerance_s:g}")
                 idx.append(k)
             self.delta_indices[key] = np.asarray(idx, dtype=np.int64)
         self._window_cols = sorted({k for k in self.delta_indices if k in self._columns}
                                    | ({"timestamp"} if any(k in self.video_keys for k in self.delta_indices) else set()))
-        self._arrow_window = (self.hf_dataset.select_columns(self._window_cols).with_format("arrow")
-                              if self._window_cols else None)
+        # the per-episode metadata objects are not needed past construction (a mixture opens hundreds)
+        self._ep_meta = []
+        self.meta.__dict__.pop("episodes", None)
+        self.meta.__dict__.pop("tasks", None)
+
+    @property
+    def hf_dataset(self):
+        """The rows as a memory-mapped ``datasets.Dataset`` over :attr:`cache_files` (imports ``datasets``)."""
+        if self._hf_dataset is None:
+            import datasets
+
+            if not self.cache_files:
+                self._hf_dataset = datasets.Dataset(self._rows.table)
+            else:
+                parts = [datasets.Dataset.from_file(f) for f in self.cache_files]
+                self._hf_dataset = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+        return self._hf_dataset
 
     # ================================================================ construction helpers
     def _data_files_of(self, eps: list[Episode]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for ep in eps:
-            if self.meta.layout == "v3":
-                if ep.data_chunk is None or ep.data_file is None:
-                    raise DatasetError(f"episode {ep.episode_index} has no data/chunk_index or data/file_index",
-                                       ep.source)
-                out[ep.episode_index] = self.meta.format_data_path(chunk_index=ep.data_chunk, file_index=ep.data_file)
-            else:
-                out[ep.episode_index] = self.meta.format_data_path(episode_index=ep.episode_index)
-        return out
+        return data_files_of(self.meta, eps)
 
     def _resolve_tasks(self, task_indices: set[int]) -> tuple[dict[int, str], set[int]]:
         tag = str(self.root)
@@ -392,7 +416,7 @@ class FrameDataset(torch.utils.data.Dataset):
         n = len(idx)
         seg, frame = self._segments(idx)
         rows = self._row_starts[seg] + frame
-        table = self._arrow[rows.tolist()]
+        table = self._rows.take(rows)
         out: list[dict[str, Any]] = [dict() for _ in range(n)]
         eps = np.asarray(self.episodes, dtype=np.int64)[seg]
         got_eps = table.column("episode_index").to_numpy()
@@ -413,9 +437,9 @@ class FrameDataset(torch.utils.data.Dataset):
             length = self.episode_lengths[seg][:, None]
             pads[key] = torch.from_numpy((raw < 0) | (raw >= length))
             wrows[key] = self._row_starts[seg][:, None] + np.clip(raw, 0, length - 1)
-        if self._arrow_window is not None:
+        if self._window_cols:
             flat_rows = np.concatenate([wrows[k].ravel() for k in wrows])
-            wtable = self._arrow_window[flat_rows.tolist()]
+            wtable = self._rows.take(flat_rows, self._window_cols)
             pos = 0
             for key in wrows:
                 m = wrows[key].size
@@ -427,7 +451,7 @@ class FrameDataset(torch.utils.data.Dataset):
                 if key in self.video_keys:
                     window_vals[("ts", key)] = part.column("timestamp").to_numpy().astype(np.float64).reshape(n, T)
 
-        self._bound_mapped()
+        self._budget.check()
         frames = self._decode_videos(seg, table, window_vals) if self.video_keys else {}
         labels = self._task_labels
         task_idx = table.column("task_index").to_numpy() if "task_index" in self._columns else None
@@ -531,152 +555,40 @@ class FrameDataset(torch.utils.data.Dataset):
             out[key] = result if key in self.delta_indices else result[:, 0]
         return out
 
-    def _bound_mapped(self) -> None:
-        """Drop the cache mappings when this process's file-backed RSS grew by ``max_mapped_mb`` since the last drop.
-
-        File-backed RSS is read from ``/proc/self/statm`` (a few microseconds); it also counts shared
-        libraries, which are measured once in the base. The pages one row read maps vary from 4 KiB to a
-        whole large folio (up to 2 MiB on recent kernels), so the bound is measured, not estimated.
-        """
-        if self._mapped_limit is None:
-            return
-        now = _file_backed_rss()
-        if now is None:
-            return
-        pid = os.getpid()
-        if self._mapped_base is None or self._mapped_base[0] != pid:
-            self._mapped_base = (pid, now)
-            return
-        if now - self._mapped_base[1] >= self._mapped_limit:
-            self.release_mapped_pages()
-
     def release_mapped_pages(self) -> int:
         """Drop this process's page mappings of the Arrow cache files (``madvise(MADV_DONTNEED)``).
 
         The data stay in the page cache and are re-mapped on the next read. Called automatically per
         ``max_mapped_mb``. Returns the number of bytes of mappings released (0 when not on Linux).
         """
-        files = {os.path.realpath(f["filename"]) for f in self.hf_dataset.cache_files}
-        released = _release_file_mappings(files)
-        now = _file_backed_rss()
-        self._mapped_base = None if now is None else (os.getpid(), now)
-        return released
+        return self._budget.release()
 
     def __repr__(self) -> str:
         return (f"FrameDataset({str(self.root)!r}, {self.meta.codebase_version}, episodes={len(self.episodes)}, "
                 f"frames={self.num_frames}, video_keys={self.video_keys})")
 
 
+def data_files_of(meta: Dataset, eps: Iterable[Episode]) -> dict[int, str]:
+    """``{episode_index: data file relpath}`` of episodes (v3.0: ``data/chunk_index``/``file_index``; v2: per episode).
+
+    Raises:
+        DatasetError: a v3.0 episode row lacks its data chunk/file index.
+    """
+    out: dict[int, str] = {}
+    for ep in eps:
+        if meta.layout == "v3":
+            if ep.data_chunk is None or ep.data_file is None:
+                raise DatasetError(f"episode {ep.episode_index} has no data/chunk_index or data/file_index", ep.source)
+            out[ep.episode_index] = meta.format_data_path(chunk_index=ep.data_chunk, file_index=ep.data_file)
+        else:
+            out[ep.episode_index] = meta.format_data_path(episode_index=ep.episode_index)
+    return out
+
+
 def _reshape_window(v, n: int, T: int):
     if isinstance(v, list):
         return [v[i * T:(i + 1) * T] for i in range(n)]
     return v.reshape((n, T) + tuple(v.shape[1:]))
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _file_backed_rss() -> int | None:
-    """This process's resident file-backed + shared memory in bytes (``/proc/self/statm`` field 3), or None."""
-    try:
-        with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[2]) * _PAGE
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-_MADV_DONTNEED = 4  # Linux <sys/mman.h>
-_libc = None
-
-
-def _release_file_mappings(files: set[str]) -> int:
-    """``madvise(MADV_DONTNEED)`` every read-only mapping of ``files`` in /proc/self/maps (Linux only).
-
-    Safe for read-only file mappings: later accesses re-read the pages from the page cache / the file
-    (madvise(2)). Returns the bytes of address space advised.
-    """
-    global _libc
-    if not files or not os.path.exists("/proc/self/maps"):
-        return 0
-    if _libc is None:
-        import ctypes
-
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        _libc.madvise.restype = ctypes.c_int
-    released = 0
-    with open("/proc/self/maps") as fh:
-        for line in fh:
-            parts = line.split(maxsplit=5)
-            if len(parts) < 6 or "w" in parts[1]:
-                continue
-            if parts[5].strip() not in files:
-                continue
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            if _libc.madvise(lo, hi - lo, _MADV_DONTNEED) == 0:
-                released += hi - lo
-    return released
-
-
-def _load_parquet(files: list[str], cache_dir, progress: bool, root: Path):
-    """``datasets.load_dataset("parquet", data_files=files)`` (memory-mapped Arrow cache); one-line errors."""
-    import datasets
-
-    was_enabled = datasets.is_progress_bar_enabled()
-    if not progress:
-        datasets.disable_progress_bars()
-    try:
-        return datasets.load_dataset("parquet", data_files=files, split="train",
-                                     cache_dir=str(cache_dir) if cache_dir is not None else None)
-    except Exception as exc:
-        raise DatasetError(f"datasets cannot load the data parquet files ({one_line(exc, typed=True)})",
-                           root) from None
-    finally:
-        if was_enabled and not progress:
-            datasets.enable_progress_bars()
-
-
-def _scan_rows(hf, max_runs: int, where: str) -> tuple[dict[int, list[tuple[int, int]]], set[int]]:
-    """One pass over ``episode_index`` (and ``task_index``): runs of equal episode and the task indices seen.
-
-    Memory is O(runs + chunk): the columns are read one Arrow chunk at a time from the memory map.
-
-    Returns:
-        ``{episode_index: [(first_row, n_rows), ...]}`` (one run per episode when rows are grouped) and the
-        set of distinct ``task_index`` values.
-
-    Raises:
-        DatasetError: more than ``max_runs`` runs (rows not grouped by episode).
-    """
-    import pyarrow.compute as pc
-
-    table = hf.data.table
-    runs: dict[int, list[tuple[int, int]]] = {}
-    cur_ep, cur_start, pos, nruns = None, 0, 0, 0
-    for chunk in table.column("episode_index").chunks:
-        a = chunk.to_numpy(zero_copy_only=False)
-        if a.size == 0:
-            continue
-        cuts = np.flatnonzero(a[1:] != a[:-1]) + 1
-        starts = np.concatenate([[0], cuts])
-        for s in starts.tolist():
-            ep = int(a[s])
-            if s == 0 and cur_ep == ep:
-                continue  # the run continues across the chunk boundary
-            if cur_ep is not None:
-                runs.setdefault(cur_ep, []).append((cur_start, pos + s - cur_start))
-                nruns += 1
-                if nruns > max_runs:
-                    raise DatasetError("data rows are not grouped by episode (thousands of episode_index runs)", where)
-            cur_ep, cur_start = ep, pos + s
-        pos += a.size
-    if cur_ep is not None:
-        runs.setdefault(cur_ep, []).append((cur_start, pos - cur_start))
-    tasks: set[int] = set()
-    if "task_index" in table.column_names:
-        for chunk in table.column("task_index").chunks:
-            tasks.update(int(x) for x in pc.unique(chunk).to_pylist() if x is not None)
-    return runs, tasks
 
 
 def collate_frames(samples: list[dict[str, Any]]) -> dict[str, Any]:
