@@ -18,12 +18,12 @@ from lerobot_tools.dataset.model import (
     open_dataset,
     parse_codebase_version,
 )
-from lerobot_tools.dataset.mixture import MixtureEntry, parse_episode_spec, read_mixture
+from lerobot_tools.dataset.mixture import MixtureEntry, MixtureSpec, parse_episode_spec, read_mixture, read_mixture_spec
 from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.dataset.targets import Target, resolve_repo_id, resolve_target, resolve_targets
 
 __all__ = [
     "DEFAULT_FEATURES", "Dataset", "DataFile", "Episode", "TaskTable", "VideoFile", "VideoSegment",
-    "open_dataset", "parse_codebase_version", "MixtureEntry", "parse_episode_spec", "read_mixture",
-    "EpisodeSubset", "Target", "resolve_repo_id", "resolve_target", "resolve_targets",
+    "open_dataset", "parse_codebase_version", "MixtureEntry", "MixtureSpec", "parse_episode_spec", "read_mixture",
+    "read_mixture_spec", "EpisodeSubset", "Target", "resolve_repo_id", "resolve_target", "resolve_targets",
 ]

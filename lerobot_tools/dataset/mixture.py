@@ -3,8 +3,10 @@
 Two forms are read:
 
 * **Plain text** — one entry per line: ``repo_id[@revision]`` or a path, optionally followed by
-  ``episodes=0-9,12``; ``#`` starts a comment; blank lines are ignored. A relative path is taken relative
-  to the mixture file; a token that is not an existing path but has the form ``org/name`` is a repo id.
+  ``episodes=0-9,12`` and ``weight=2.5`` (relative sampling weight, a non-negative number); ``#`` starts a
+  comment; blank lines are ignored. A relative path is taken relative to the mixture file; a token that is
+  not an existing path but has the form ``org/name`` is a repo id. Either every entry gives a weight or
+  none does.
 * **OpenTau training-config JSON** (lerobot-format §18) — ``dataset_mixture.datasets[*]`` (or a bare
   mixture object ``{"datasets": [...]}``, or a list of entries) with ``repo_id`` / ``root`` /
   ``revision`` / ``episodes`` / ``excluded_episodes`` / ``data_features_name_mapping``. ``{"$ref": "path"}``
@@ -13,18 +15,25 @@ Two forms are read:
   must be a relative path without ``..`` that resolves (symlinks followed) inside the folder of the
   mixture file named on the command line, and every file read is a regular file of at most 64 MiB
   (:func:`lerobot_tools._io.load_json_file`). Relative ``root`` values are resolved against the file they
-  are written in.
+  are written in. The mixture-level ``dataset_mixture.weights`` (a list parallel to ``datasets``; OpenTau
+  ``DatasetMixtureConfig``) and ``action_freq`` (the rate in Hz the datasets are resampled to) are read by
+  :func:`read_mixture_spec`.
 
 A revision is a branch or tag name or a commit SHA (:func:`revision_problem`); a repo id follows the Hub's
 rules (``org/name``, no ``..``), so neither can name a path outside the caches it is looked up in.
 
+Weights are relative sampling weights: dataset ``i`` is drawn with probability ``w_i / sum(w)``; no
+weights at all means "proportional to each dataset's number of frames" (OpenTau: ``weights: null``).
+
 A malformed *entry* becomes a finding (the other entries still load); a file that cannot be read or
-parsed at all raises :class:`~lerobot_tools.errors.UsageError` (exit status 2).
+parsed at all, or whose mixture-level ``weights`` / ``action_freq`` are malformed, raises
+:class:`~lerobot_tools.errors.UsageError` (exit status 2).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -103,6 +112,7 @@ class MixtureEntry:
         episodes: requested episode indices (sorted, unique) or None for all.
         excluded_episodes: episodes to leave out (OpenTau; wins over ``episodes``).
         feature_mapping: OpenTau ``data_features_name_mapping`` (role -> column), if given.
+        weight: relative sampling weight (text ``weight=``, JSON ``dataset_mixture.weights[i]``), if given.
         error: a one-line problem when the entry is malformed (then it is reported, not resolved).
     """
 
@@ -114,6 +124,7 @@ class MixtureEntry:
     episodes: list[int] | None = None
     excluded_episodes: list[int] | None = None
     feature_mapping: dict[str, str] | None = None
+    weight: float | None = None
     error: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -157,12 +168,40 @@ def looks_like_mixture_file(path: Path) -> bool:
     return path.is_file()
 
 
+@dataclass
+class MixtureSpec:
+    """A whole mixture file: its entries and the mixture-level settings.
+
+    Attributes:
+        path: the mixture file.
+        entries: one :class:`MixtureEntry` per dataset, in file order (``entry.weight`` filled in).
+        action_freq: OpenTau ``dataset_mixture.action_freq`` in Hz (the rate every dataset is resampled
+            to), or None (each dataset at its own fps). Text mixtures have none.
+        weighted: True when the file gives weights (then every well-formed entry has one).
+    """
+
+    path: Path
+    entries: list[MixtureEntry]
+    action_freq: float | None = None
+    weighted: bool = False
+
+
 def read_mixture(path: str | Path) -> list[MixtureEntry]:
-    """Read a mixture file (plain text or OpenTau JSON, chosen by content).
+    """Read a mixture file (plain text or OpenTau JSON, chosen by content): its entries.
+
+    Raises:
+        UsageError: see :func:`read_mixture_spec`.
+    """
+    return read_mixture_spec(path).entries
+
+
+def read_mixture_spec(path: str | Path) -> MixtureSpec:
+    """Read a mixture file (plain text or OpenTau JSON, chosen by content) with its weights and ``action_freq``.
 
     Raises:
         UsageError: the file cannot be read, is JSON that does not parse, has a ``$ref`` cycle or an
-            unreadable include, or has no recognisable list of datasets.
+            unreadable include, has no recognisable list of datasets, or its ``weights`` (not a list of
+            non-negative numbers with one per dataset) or ``action_freq`` (not a positive number) are malformed.
     """
     path = Path(path)
     try:
@@ -178,7 +217,7 @@ def read_mixture(path: str | Path) -> list[MixtureEntry]:
 
 
 # ---------------------------------------------------------------------- plain text
-def _read_text_mixture(path: Path, text: str) -> list[MixtureEntry]:
+def _read_text_mixture(path: Path, text: str) -> MixtureSpec:
     base = path.resolve().parent
     entries: list[MixtureEntry] = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -210,13 +249,41 @@ def _read_text_mixture(path: Path, text: str) -> list[MixtureEntry]:
                 if problem:
                     entry.error = problem
                     break
+            elif key == "weight":
+                try:
+                    entry.weight = parse_weight(value)
+                except ValueError as exc:
+                    entry.error = str(exc)
+                    break
             else:
-                entry.error = f"unknown option {key!r} (known: episodes, revision)"
+                entry.error = f"unknown option {key!r} (known: episodes, revision, weight)"
                 break
         if entry.error is None:
             _assign_target(entry, head, base)
         entries.append(entry)
-    return entries
+    weighted = any(e.weight is not None for e in entries)
+    if weighted:
+        for e in entries:
+            if e.error is None and e.weight is None:
+                e.error = "no weight= although other entries give one (give every entry a weight, or none)"
+    return MixtureSpec(path, entries, None, weighted)
+
+
+def parse_weight(value: Any) -> float:
+    """A sampling weight: a finite number >= 0 (``"2.5"`` or ``2.5``; booleans refused).
+
+    Raises:
+        ValueError: not a finite non-negative number.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"weight must be a number >= 0, got {value!r}")
+    try:
+        w = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"weight must be a number >= 0, got {value!r}") from None
+    if not math.isfinite(w) or w < 0:
+        raise ValueError(f"weight must be a finite number >= 0, got {value!r}")
+    return w
 
 
 def _assign_target(entry: MixtureEntry, token: str, base: Path) -> None:
@@ -343,27 +410,46 @@ def resolve_refs(obj: Any, base: Path, stack: tuple[Path, ...], top: Path | None
     return obj
 
 
-def _read_json_mixture(path: Path, text: str) -> list[MixtureEntry]:
+def _read_json_mixture(path: Path, text: str) -> MixtureSpec:
     real = path.resolve()
     raw = loads_json(text, path, error=UsageError)
     doc = resolve_refs(_absolutize_roots(raw, real.parent), real.parent, (real,), real.parent)
     datasets = None
     where = "datasets"
+    settings: dict = {}
     if isinstance(doc, list):
         datasets, where = doc, ""
     elif isinstance(doc, dict):
         mix = doc.get("dataset_mixture")
         if isinstance(mix, dict) and isinstance(mix.get("datasets"), list):
-            datasets, where = mix["datasets"], "dataset_mixture.datasets"
+            datasets, where, settings = mix["datasets"], "dataset_mixture.datasets", mix
         elif isinstance(doc.get("datasets"), list):
-            datasets = doc["datasets"]
+            datasets, settings = doc["datasets"], doc
     if datasets is None:
         raise UsageError("no dataset list found (expected dataset_mixture.datasets, datasets, or a JSON list)", path)
     entries = []
     for i, item in enumerate(datasets):
         source = f"{path}:{where}[{i}]" if where else f"{path}:[{i}]"
         entries.append(_json_entry(item, source))
-    return entries
+    prefix = "dataset_mixture." if where.startswith("dataset_mixture") else ""
+    weights = settings.get("weights")
+    if weights is not None:
+        if not isinstance(weights, list) or len(weights) != len(entries):
+            n = len(weights) if isinstance(weights, list) else type(weights).__name__
+            raise UsageError(f"{prefix}weights must be a list with one weight per dataset "
+                             f"({len(entries)}), got {n}", path)
+        for i, (entry, w) in enumerate(zip(entries, weights)):
+            try:
+                entry.weight = parse_weight(w)
+            except ValueError as exc:
+                raise UsageError(f"{prefix}weights[{i}]: {exc}", path) from None
+    action_freq = settings.get("action_freq")
+    if action_freq is not None:
+        if (isinstance(action_freq, bool) or not isinstance(action_freq, (int, float))
+                or not math.isfinite(action_freq) or action_freq <= 0):
+            raise UsageError(f"{prefix}action_freq must be a positive number of Hz, got {action_freq!r}", path)
+        action_freq = float(action_freq)
+    return MixtureSpec(path, entries, action_freq, weights is not None)
 
 
 def _json_entry(item: Any, source: str) -> MixtureEntry:

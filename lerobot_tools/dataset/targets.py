@@ -60,6 +60,7 @@ class Target:
         source: the mixture location (``file:line``) it came from, if any.
         episodes, excluded_episodes: requested subset (None = all).
         feature_mapping: OpenTau ``data_features_name_mapping`` to check against features.
+        weight: the entry's relative sampling weight, if the mixture gives weights.
         error: why it could not be resolved (None when resolved).
         notes: informational remarks about the resolution (e.g. revision not verifiable).
     """
@@ -74,6 +75,7 @@ class Target:
     episodes: list[int] | None = None
     excluded_episodes: list[int] | None = None
     feature_mapping: dict[str, str] | None = None
+    weight: float | None = None
     error: str | None = None
     error_check: str = "M001"
     notes: list[str] = field(default_factory=list)
@@ -226,7 +228,7 @@ def resolve_repo_id(repo_id: str, revision: str | None = None) -> Target:
 def _from_entry(entry: MixtureEntry) -> Target:
     base = Target(spec=entry.spec, source=entry.source, repo_id=entry.repo_id, revision=entry.revision,
                   episodes=entry.episodes, excluded_episodes=entry.excluded_episodes,
-                  feature_mapping=entry.feature_mapping)
+                  feature_mapping=entry.feature_mapping, weight=entry.weight)
     if entry.error:
         base.error, base.error_check = entry.error, "M002"
         return base
@@ -236,7 +238,7 @@ def _from_entry(entry: MixtureEntry) -> Target:
     found = resolve_repo_id(entry.repo_id, entry.revision)
     found.spec, found.source = base.spec, base.source
     found.episodes, found.excluded_episodes = base.episodes, base.excluded_episodes
-    found.feature_mapping = base.feature_mapping
+    found.feature_mapping, found.weight = base.feature_mapping, base.weight
     return found
 
 
