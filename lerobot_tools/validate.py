@@ -16,7 +16,7 @@ from typing import Iterable
 from lerobot_tools.checks.context import ValidateOptions
 from lerobot_tools.checks.engine import validate_target
 from lerobot_tools.checks.observer import FileObserver
-from lerobot_tools.dataset.targets import Target, resolve_targets
+from lerobot_tools.dataset.targets import Target, resolve_target
 from lerobot_tools.errors import UsageError
 from lerobot_tools.findings import DatasetReport, Finding, NotChecked
 from lerobot_tools.report import fingerprint, read_baseline, write_baseline
@@ -78,10 +78,19 @@ def validate(target_args: Iterable[str], options: ValidateOptions | None = None,
              progress: bool | None = None) -> list[DatasetReport]:
     """Resolve TARGET arguments (folders, repo ids, mixture files) and validate each dataset.
 
+    A mixture-file argument also gets the cross-dataset compatibility checks (family X) once its
+    datasets are validated.
+
     Raises:
         UsageError: a mixture file cannot be read or parsed.
     """
-    return validate_resolved(resolve_targets(list(target_args)), options, jobs=jobs, progress=progress)
+    from lerobot_tools.checks.mixture import check_mixtures
+
+    options = options or ValidateOptions()
+    groups = [(arg, resolve_target(arg)) for arg in target_args]
+    reports = validate_resolved([t for _, ts in groups for t in ts], options, jobs=jobs, progress=progress)
+    check_mixtures(groups, reports, options)
+    return reports
 
 
 def apply_baseline(reports: list[DatasetReport], baseline: Path) -> None:

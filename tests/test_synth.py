@@ -462,7 +462,7 @@ def test_manifest_matches_fixture_folders():
         assert set(f) == {"name", "layout", "defect", "expect", "deep_only"}
         assert f["layout"] in ("v2.1", "v3.0")
         assert all(re.match(CHECK_ID, e) for e in f["expect"])
-        assert (f["expect"] == []) == f["name"].startswith("clean_")
+        assert (f["expect"] == []) == f["name"].startswith(("clean_", "mixpart_"))  # mixture parts: clean alone
         assert "\n" not in f["defect"]
     size = sum(p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file())
     assert size < 3 * 1024 * 1024
@@ -590,6 +590,37 @@ def defect_present(name: str) -> bool:
         return moved == ["file-000.mp4", "file-001.mp4"] and not list((d / "videos").rglob("*.mp4"))
     if name == "broken_data_elsewhere":
         return (d / "data/chunk-001/file-002.parquet").is_file() and not (d / "data/chunk-000/file-002.parquet").exists()
+    if name.startswith("mixpart_"):
+        return _mixpart_present(name)
+    raise AssertionError(f"no probe for fixture {name}")
+
+
+def _mixpart_present(name: str) -> bool:
+    """Mixture parts (clean alone): each differs from mixpart_base in the one way its name says."""
+    d, info = _ds(name), _info(name)
+    data = sorted((d / "data").rglob("*.parquet"))
+    schema = pq.read_schema(data[0])
+    if name == "mixpart_base":
+        return (info["codebase_version"], info["fps"], info["features"]["action"]["shape"]) == ("v2.1", 10, [6]) \
+            and not (d / "videos").exists()
+    if name == "mixpart_action8":
+        return info["features"]["action"]["shape"] == [8] and schema.field("action").type == pa.list_(pa.float32(), 8)
+    if name == "mixpart_fps15":
+        ts = pq.read_table(data[0])["timestamp"].to_numpy()
+        return info["fps"] == 15 and np.allclose(ts, np.arange(len(ts)) / 15)
+    if name == "mixpart_v30":
+        return info["codebase_version"] == "v3.0"
+    if name == "mixpart_task_case":
+        return "Pick up the cube" in (d / "meta/tasks.jsonl").read_text()
+    if name == "mixpart_cam32":
+        return info["features"][FRONT]["shape"] == [32, 32, 3] and len(list((d / "videos").rglob("*.mp4"))) == 2
+    if name == "mixpart_state_float64":
+        return (info["features"]["observation.state"]["dtype"] == "float64"
+                and schema.field("observation.state").type == pa.list_(pa.float64(), 6))
+    if name == "mixpart_no_action_stats":
+        stats = json.loads((d / "meta/stats.json").read_text())
+        lines = [json.loads(x)["stats"] for x in (d / "meta/episodes_stats.jsonl").read_text().splitlines()]
+        return "action" not in stats and "observation.state" in stats and all("action" not in x for x in lines)
     raise AssertionError(f"no probe for fixture {name}")
 
 

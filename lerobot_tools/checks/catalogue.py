@@ -2,7 +2,8 @@
 
 IDs never change meaning once released. The letter names the family:
 ``M`` targets and mixtures, ``I`` info.json, ``S`` parquet schema drift, ``T`` tasks, ``C`` counts and
-indices, ``D`` deep (row-level) checks, ``F`` files, ``R`` row groups, ``G`` statistics.
+indices, ``D`` deep (row-level) checks, ``F`` files, ``R`` row groups, ``G`` statistics, ``X`` mixture
+compatibility (datasets of one mixture file compared with each other, ``docs/mixtures.md``).
 ``docs/checks.md`` is generated from this module (``lrtool checks --format markdown``), so the docs cannot
 drift from the code. Each check also states how it is repaired (:attr:`Check.repair`); ``lrtool repair``'s
 tables are derived from that, and a test keeps its list of fixes in agreement. Sources in the texts: lerobot-format (§ numbers) and pitfalls (letter+number) are the
@@ -538,12 +539,91 @@ _CHECKS = [
           "stats.json.",
           deep=True, **_auto("fix_stats", "numeric statistics that disagree with the data recomputed from it, "
                                           "stats.json re-aggregated")),
+    # ------------------------------------------------------------------ X: mixture compatibility
+    Check("X001", "mixture-role-missing", ERROR, "A dataset lacks a feature the mixture's name mapping asks for.",
+          "Mixture files only. Roles named by any entry's `data_features_name_mapping` (e.g. `camera1`, `actions`) "
+          "against each dataset's features after its own mapping (docs/mixtures.md).",
+          "`default_collate` keys a batch by its first sample and raises KeyError on a sample without the role; "
+          "lrtool's MixtureDataset refuses the mixture at construction.",
+          "Map the role in that entry's data_features_name_mapping, or drop the role from the other entries.",
+          **_MIXTURE),
+    Check("X002", "mixture-feature-dropped", WARNING, "A feature only some datasets provide is left out of batches.",
+          "Mixture files only. Feature names (after mapping) that not every dataset provides and no mapping asks for; "
+          "reported on the minority side (the few that have it, or the few that lack it).",
+          "Loads, but silently: a mixture batch holds only the names every dataset provides, so e.g. a wrist camera "
+          "present in 399 of 400 datasets never reaches the model.",
+          "Map the feature to a common role in every entry, or accept the drop.",
+          **_MIXTURE),
+    Check("X003", "mixture-feature-type", ERROR, "Datasets give a common feature different shapes, kinds or dtypes.",
+          "Mixture files only. For every name all datasets provide: kind (numeric, camera, string), the shape a "
+          "sample carries and the numeric dtype, compared with the majority. Different numeric dtypes alone are a "
+          "warning.",
+          "`torch.stack` in collate raises on different shapes (action of 14 floats beside 16). Different numeric "
+          "dtypes stack silently: promoted in the main process, cast to the first sample's dtype in a DataLoader "
+          "worker, so batches change dtype with their mix.",
+          "Pad or slice to one shape (OpenTau pads state/action to max_*_dim), or map the role to a matching feature.",
+          **_MIXTURE),
+    Check("X004", "mixture-camera-resolution", ERROR, "A camera has a different resolution in some datasets.",
+          "Mixture files only. For every camera name all datasets provide: channels, height and width as samples "
+          "carry them (CxHxW from the declared shape and names).",
+          "Collate cannot stack frames of different sizes (RuntimeError: stack expects each tensor to be equal size) "
+          "unless a transform resizes every frame first.",
+          "Resize in the dataset transform before collate, or re-encode the videos to one resolution.",
+          **_MIXTURE),
+    Check("X005", "mixture-fps", WARNING, "Datasets have different fps and the mixture sets no action_freq.",
+          "Mixture files only. info.json fps of every dataset, when the mixture has no `action_freq`.",
+          "Loads, but `delta_timestamps` windows cover different numbers of frames, offsets that are not multiples "
+          "of every 1/fps raise ValueError at construction, and action chunks mix control rates.",
+          "Set `dataset_mixture.action_freq` to the rate to train at, or resample the datasets.",
+          **_MIXTURE),
+    Check("X006", "mixture-resample", INFO, "A dataset is resampled to the mixture's action_freq.",
+          "Mixture files only, with `action_freq`: each dataset whose fps differs, the factor, and whether its "
+          "timestamps allow resampling by time. Raised as a warning when its timestamps are off the frame grid "
+          "(D003, --deep) or when it is upsampled (frames repeat).",
+          "Resampling picks the frame nearest each time on the action_freq grid: wrong frames when timestamps are "
+          "not frame_index/fps; held, never-commanded actions when upsampling.",
+          "Nothing when downsampling regular data; otherwise fix the timestamps or lower action_freq.",
+          **_MIXTURE),
+    Check("X007", "mixture-codebase-versions", INFO, "The mixture mixes codebase versions (v2.1 beside v3.0).",
+          "Mixture files only. codebase_version of every dataset; reported on the minority version.",
+          "lrtool's and OpenTau's loaders read both; upstream lerobot >= 0.4 reads v3.0 only and raises "
+          "BackwardCompatibilityError on a v2.1 dataset.",
+          "Nothing for lrtool/OpenTau; convert with lerobot's convert_dataset_v21_to_v30 for upstream lerobot.",
+          **_MIXTURE),
+    Check("X008", "mixture-stats", ERROR, "A dataset has no usable statistics for a feature the mixture normalises.",
+          "Mixture files only. For every common numeric (non-index) and camera feature: the dataset's statistics "
+          "(meta/stats.json, or v2.1 episodes_stats.jsonl) hold mean/std/min/max under its own column, with one "
+          "value per element of the feature.",
+          "OpenTau converts every dataset's stats to the mixture's names and raises KeyError for a missing key or "
+          "statistic; a mean of another length fails to broadcast in normalisation.",
+          "Recompute the dataset's statistics (lerobot `recompute_stats`).",
+          **_MIXTURE),
+    Check("X009", "mixture-prompt-substitutions", ERROR, "prompt_substitutions names a task the dataset does not have.",
+          "Mixture files only. Keys of an entry's OpenTau `prompt_substitutions` against the dataset's task strings, "
+          "exactly; near misses (case, whitespace) are named.",
+          "OpenTau raises ValueError for a key that is not an on-disk task string (pitfalls I4).",
+          "Copy the task string exactly from the dataset's task table.",
+          **_MIXTURE),
+    Check("X010", "mixture-task-spelling", INFO, "One task is spelled differently in different datasets.",
+          "Mixture files only. Task strings equal after Unicode normalisation, case folding and whitespace collapsing "
+          "but not byte for byte; reported on the minority spelling.",
+          "The language model sees two prompts for one task; task-conditioned sampling or evaluation splits them.",
+          "Rename the task (lerobot `modify_tasks`) or map it with prompt_substitutions.",
+          **_MIXTURE),
+    Check("X011", "mixture-weights", WARNING, "A dataset has sampling weight 0 (or every dataset does).",
+          "Mixture files with weights (`weight=` lines, OpenTau `dataset_mixture.weights`). Raised as an error when "
+          "every weight is 0.",
+          "A dataset with weight 0 is listed but never drawn; with every weight 0 OpenTau's sampler raises ValueError "
+          "and lrtool's MixtureDataset refuses the mixture.",
+          "Give the dataset a weight or remove it from the mixture.",
+          **_MIXTURE),
 ]
 
 CATALOGUE: dict[str, Check] = {c.id: c for c in _CHECKS}
 FAMILIES = {
     "M": "targets and mixtures", "I": "info.json", "S": "schema drift", "T": "tasks", "C": "counts and indices",
     "D": "deep (row level, --deep)", "F": "files", "R": "row groups", "G": "statistics",
+    "X": "mixture compatibility (mixture files)",
 }
 
 

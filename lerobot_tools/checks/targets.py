@@ -7,9 +7,7 @@ Sources: lerobot-format §18 (OpenTau ``data_features_name_mapping``, ``episodes
 from __future__ import annotations
 
 from lerobot_tools.checks.context import CheckContext
-
-#: keys a feature mapping may name besides declared features (OpenTau maps the task text as "task")
-VIRTUAL_COLUMNS = {"task"}
+from lerobot_tools.dataset.mixture_schema import VIRTUAL_COLUMNS
 
 
 def run(ctx: CheckContext) -> None:
