@@ -106,31 +106,30 @@ def mapped_features(features: Mapping[str, Mapping], mapping: Mapping[str, str] 
                     *, include_cameras: bool = True) -> dict[str, FeatureSpec]:
     """A dataset's features under their names after the mapping (role -> column), plus ``task``.
 
-    A role mapped to a column the dataset does not declare is left out (validate reports it as M003).
-    A feature a role maps is seen under the role only. The task string is ``"task"`` unless a role maps it.
+    Roles come first (mapping order), then the unmapped features (declaration order), then ``task``. A role
+    mapped to a column the dataset does not declare is left out (validate reports it as M003). A feature a
+    role maps is seen under the role only; a role named like an unmapped feature hides that feature. The
+    task string is ``"task"`` unless a role maps it.
     """
     mapping = dict(mapping or {})
     out: dict[str, FeatureSpec] = {}
+    for role, column in mapping.items():  # roles first, in mapping order
+        if column in VIRTUAL_COLUMNS:
+            out[role] = TASK_SPEC
+        elif isinstance(features.get(column), Mapping):
+            spec = feature_spec(column, features[column])
+            if spec.kind != "camera" or include_cameras:
+                out[role] = spec
     taken = set(mapping.values())
     for name, ft in features.items():
-        if name in taken or not isinstance(ft, Mapping):
+        if name in taken or name in mapping or not isinstance(ft, Mapping):
             continue
         spec = feature_spec(name, ft)
         if spec.kind == "camera" and not include_cameras:
             continue
         out[name] = spec
-    if "task" not in taken:
-        out.setdefault("task", TASK_SPEC)
-    for role, column in mapping.items():
-        if column in VIRTUAL_COLUMNS:
-            out[role] = TASK_SPEC
-        elif isinstance(features.get(column), Mapping):
-            spec = feature_spec(column, features[column])
-            if spec.kind == "camera" and not include_cameras:
-                continue
-            out[role] = spec
-        else:
-            out.pop(role, None)
+    if "task" not in taken and "task" not in mapping:
+        out["task"] = TASK_SPEC
     return out
 
 
@@ -202,8 +201,12 @@ def mixture_schema(datasets: Sequence[tuple[Mapping[str, Mapping], Mapping[str, 
     """The :class:`MixtureSchema` of datasets given as ``(features, mapping)`` pairs, in mixture order."""
     per = [mapped_features(f, m, include_cameras=include_cameras) for f, m in datasets]
     roles: set[str] = set()
-    for _, m in datasets:
-        roles.update((m or {}).keys())
+    for feats, m in datasets:
+        for role, column in (m or {}).items():
+            ft = feats.get(column)
+            camera = isinstance(ft, Mapping) and ft.get("dtype") in CAMERA_DTYPES
+            if include_cameras or not camera:  # without video, a role naming a camera is not asked for
+                roles.add(role)
     schema = MixtureSchema(per, roles)
     if not per:
         return schema

@@ -38,6 +38,9 @@ _EXPORTS = {
     "EpisodeAwareSampler": "lerobot_tools.loaders.sampler",
     "EpisodeShuffleStream": "lerobot_tools.loaders.stream",
     "FeistelPermutation": "lerobot_tools.loaders._feistel",
+    "MixtureDataset": "lerobot_tools.loaders.mixture",
+    "MixtureMember": "lerobot_tools.loaders.mixture",
+    "read_mixture_members": "lerobot_tools.loaders.mixture",
 }
 
 __all__ = sorted(_EXPORTS)

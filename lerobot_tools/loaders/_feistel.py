@@ -16,8 +16,9 @@ generators", OOPSLA 2014):
 * ``2^b < 2n`` (for ``n >= 3``), so cycle-walking (re-applying the network while the output is ``>= n``)
   needs fewer than 2 applications on average and always terminates in ``[0, n)``: the walk follows the
   cycle of the bijection containing the input, which must re-enter ``[0, n)``.
-* Round keys come from :class:`numpy.random.SeedSequence` ``(seed, epoch)``, so the order is a pure
-  function of ``(seed, epoch, n)``.
+* Round keys come from :class:`numpy.random.SeedSequence` ``(seed, epoch, *tweak)``, so the order is a
+  pure function of ``(seed, epoch, tweak, n)`` (a mixture keys one permutation per dataset and pass with
+  the tweak).
 """
 
 from __future__ import annotations
@@ -45,12 +46,13 @@ class FeistelPermutation:
         n: domain size (``0 <= n < 2**62``).
         seed: non-negative int.
         epoch: non-negative int.
+        tweak: more non-negative ints mixed into the key (none: the key of earlier versions).
 
     Evaluation is vectorised: :meth:`__call__` maps an int64 array of positions to an int64 array of
     their images. Memory is O(1) in ``n``.
     """
 
-    def __init__(self, n: int, seed: int, epoch: int):
+    def __init__(self, n: int, seed: int, epoch: int, *tweak: int):
         n = int(n)
         if n < 0 or n >= 2**62:
             raise ValueError(f"permutation size must be in [0, 2**62), got {n}")
@@ -58,8 +60,8 @@ class FeistelPermutation:
         bits = max(2, int(n - 1).bit_length()) if n > 1 else 2
         self._lbits = (bits + 1) // 2
         self._rbits = bits // 2
-        keys = np.random.SeedSequence([int(seed) & (2**63 - 1), int(epoch) & (2**63 - 1), 0x46E15]).generate_state(
-            ROUNDS, dtype=np.uint64)
+        entropy = [int(seed) & (2**63 - 1), int(epoch) & (2**63 - 1), 0x46E15, *(int(t) & (2**63 - 1) for t in tweak)]
+        keys = np.random.SeedSequence(entropy).generate_state(ROUNDS, dtype=np.uint64)
         self._keys = [np.uint64(k) for k in keys]
 
     def _network(self, x: np.ndarray) -> np.ndarray:

@@ -13,6 +13,11 @@
   the state records the position in the global permuted sequence (ranks in lock-step).
 * ``drop_first_frames`` / ``drop_last_frames`` leave out the first/last n frames of each episode (e.g.
   frames whose action window would be mostly padding).
+* **Mixtures** (a :class:`~lerobot_tools.loaders.MixtureDataset`): an epoch of ``num_samples`` draws
+  (default: the mixture's frame count) is apportioned to the datasets by weight, exactly, and each
+  dataset's draws walk a keyed permutation of its frames (:mod:`._weighted`); the epoch's draws are
+  shuffled by the same Feistel permutation as a single dataset's frames. Order, rank shards and resume
+  work exactly as above; memory is O(datasets + episodes).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 import torch
 
 from lerobot_tools.loaders._feistel import FeistelPermutation
+from lerobot_tools.loaders._weighted import WeightedPlan
 
 __all__ = ["EpisodeAwareSampler", "dist_rank_world"]
 
@@ -66,8 +72,9 @@ class EpisodeAwareSampler(torch.utils.data.Sampler[int]):
 
     Args:
         source: a :class:`~lerobot_tools.loaders.FrameDataset` (anything with ``episode_lengths`` and
-            ``episode_starts``), or a sequence of episode lengths (then dataset index = cumulative frame
-            position).
+            ``episode_starts``), a :class:`~lerobot_tools.loaders.MixtureDataset` (weighted draws, see
+            the module docstring), or a sequence of episode lengths (then dataset index = cumulative
+            frame position).
         seed: int; the order is a pure function of ``(seed, epoch)``.
         shuffle: False yields the frames in dataset order (still sharded).
         rank, world_size: this process's shard; default from ``torch.distributed`` when initialised,
@@ -76,6 +83,8 @@ class EpisodeAwareSampler(torch.utils.data.Sampler[int]):
             episodes shorter than their sum contribute nothing.
         drop_last: make every rank yield ``floor(N / world_size)`` samples (for DDP lock-step) by
             dropping the last ``N mod world_size`` samples of the permuted sequence.
+        num_samples: mixtures only: draws per epoch (default: the mixture's frame count after dropping).
+        weights: mixtures only: relative weight per dataset, overriding the mixture's.
 
     Yields:
         int dataset indices, ``len(self)`` of them per epoch (from the resume position).
@@ -85,7 +94,7 @@ class EpisodeAwareSampler(torch.utils.data.Sampler[int]):
 
     def __init__(self, source: Any, *, seed: int = 0, shuffle: bool = True, rank: int | None = None,
                  world_size: int | None = None, drop_first_frames: int = 0, drop_last_frames: int = 0,
-                 drop_last: bool = False):
+                 drop_last: bool = False, num_samples: int | None = None, weights: Sequence[float] | None = None):
         if drop_first_frames < 0 or drop_last_frames < 0:
             raise ValueError("drop_first_frames and drop_last_frames must be >= 0")
         lengths, starts = _lengths_and_starts(source)
@@ -103,6 +112,18 @@ class EpisodeAwareSampler(torch.utils.data.Sampler[int]):
         #: dataset index of each episode's first kept frame
         self._first = (starts + self.drop_first_frames).astype(np.int64)
         self.total = int(self._cum[-1])
+        self._plan: WeightedPlan | None = None
+        mixture = getattr(source, "dataset_offsets", None) is not None and hasattr(source, "episode_offsets")
+        if mixture:
+            eo = np.asarray(source.episode_offsets, dtype=np.int64)
+            per_dataset = self._cum[eo[1:]] - self._cum[eo[:-1]]
+            if weights is None and getattr(source, "explicit_weights", False):
+                weights = source.weights
+            self._plan = WeightedPlan(per_dataset, None if weights is None else np.asarray(weights, dtype=np.float64),
+                                      num_samples)
+            self.total = self._plan.total
+        elif num_samples is not None or weights is not None:
+            raise ValueError("num_samples and weights need a MixtureDataset source")
         self.epoch = 0
         self._start = 0  # global position in the permuted sequence where this epoch (re)starts
         self._yielded = 0  # samples this object has yielded in the current iteration
@@ -110,6 +131,10 @@ class EpisodeAwareSampler(torch.utils.data.Sampler[int]):
         h.update(lengths.tobytes())
         h.update(starts.tobytes())
         h.update(np.asarray([self.drop_first_frames, self.drop_last_frames], dtype=np.int64).tobytes())
+        if self._plan is not None:
+            h.update(b"mixture")
+            h.update(self._plan.quotas.tobytes())
+            h.update(self._plan.lengths.tobytes())
         self._fingerprint = h.hexdigest()[:16]
 
     # -------------------------------------------------------------- sizes
@@ -132,11 +157,22 @@ class EpisodeAwareSampler(torch.utils.data.Sampler[int]):
     # -------------------------------------------------------------- order
     def indices(self, positions: np.ndarray, epoch: int | None = None) -> np.ndarray:
         """Dataset indices (int64) at global ``positions`` of the permuted sequence of ``epoch``."""
+        epoch = self.epoch if epoch is None else int(epoch)
         pos = np.asarray(positions, dtype=np.int64)
         if self.shuffle:
-            pos = FeistelPermutation(self.total, self.seed, self.epoch if epoch is None else epoch)(pos)
+            pos = FeistelPermutation(self.total, self.seed, epoch)(pos)
+        return self._to_index(pos, epoch)
+
+    def _to_index(self, pos: np.ndarray, epoch: int) -> np.ndarray:
+        """Shuffled draw positions -> dataset indices (through the weighted plan for a mixture)."""
+        if self._plan is not None:
+            pos = self._plan.frames(pos, self.seed, epoch, self.shuffle)
         ep = np.searchsorted(self._cum, pos, side="right") - 1
         return self._first[ep] + (pos - self._cum[ep])
+
+    def dataset_counts(self) -> np.ndarray | None:
+        """Mixtures: draws per dataset in one epoch (all ranks), int64 ``(D,)``; None for a single dataset."""
+        return None if self._plan is None else self._plan.quotas.copy()
 
     def __iter__(self) -> Iterator[int]:
         start, count, W = self._start, self._count(self._start), self.world_size
@@ -149,8 +185,7 @@ class EpisodeAwareSampler(torch.utils.data.Sampler[int]):
             pos = start + self.rank + j * W
             if perm is not None:
                 pos = perm(pos)
-            ep = np.searchsorted(self._cum, pos, side="right") - 1
-            for i in (self._first[ep] + (pos - self._cum[ep])).tolist():
+            for i in self._to_index(pos, self.epoch).tolist():
                 self._yielded += 1
                 yield i
 

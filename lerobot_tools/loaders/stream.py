@@ -18,6 +18,12 @@ keeps each batch mixed. The plan, for epoch ``e``:
    no gaps, and the same order with 0, 2 or 8 workers. Every worker replays the plan (integer
    bookkeeping only) and reads only its own samples.
 
+Mixtures (a :class:`~lerobot_tools.loaders.MixtureDataset`): each epoch, dataset ``d`` contributes exactly
+its weighted share ``q_d`` of ``num_samples`` frames (:func:`~lerobot_tools.loaders._weighted.apportion`)
+as whole episodes taken in an order keyed by ``(seed, epoch, d)`` (cycling through all its episodes
+before repeating one; the last episode is cut to fit the share), and step 1 shuffles those episode
+pieces of all datasets together. Steps 2-4 are unchanged.
+
 Resume: ``state_dict(consumed)`` records the position in the rank sequence; after ``load_state_dict``
 the next iteration starts there (replaying the plan up to it costs O(position) integer steps, no I/O).
 """
@@ -31,6 +37,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
+from lerobot_tools.loaders._weighted import apportion
 from lerobot_tools.loaders.sampler import dist_rank_world
 
 __all__ = ["EpisodeShuffleStream"]
@@ -53,6 +60,8 @@ class EpisodeShuffleStream(torch.utils.data.IterableDataset):
         rank, world_size: this process's shard (default from ``torch.distributed``, else 0 of 1).
         drop_last: give every rank exactly ``floor(N / world_size)`` frames (DDP lock-step) by dropping
             the last ``N mod world_size`` frames of the epoch's order.
+        num_samples: mixtures only: frames per epoch (default: the mixture's frame count).
+        weights: mixtures only: relative weight per dataset, overriding the mixture's.
 
     Yields:
         the dataset's samples (dicts, see :class:`FrameDataset`); ``len(self)`` per epoch for this rank.
@@ -60,7 +69,7 @@ class EpisodeShuffleStream(torch.utils.data.IterableDataset):
 
     def __init__(self, dataset: Any, *, batch_size: int = 1, pool_size: int = 8, seed: int = 0,
                  shuffle: bool = True, rank: int | None = None, world_size: int | None = None,
-                 drop_last: bool = False):
+                 drop_last: bool = False, num_samples: int | None = None, weights: Any = None):
         if batch_size < 1 or pool_size < 1:
             raise ValueError("batch_size and pool_size must be >= 1")
         self.dataset = dataset
@@ -75,11 +84,27 @@ class EpisodeShuffleStream(torch.utils.data.IterableDataset):
                                   if getattr(dataset, "episode_starts", None) is not None
                                   else np.concatenate([[0], np.cumsum(self._lengths)[:-1]]), dtype=np.int64)
         self.total = int(self._lengths.sum())
+        self._quotas: np.ndarray | None = None
+        if getattr(dataset, "dataset_offsets", None) is not None and hasattr(dataset, "episode_offsets"):
+            self._eo = np.asarray(dataset.episode_offsets, dtype=np.int64)
+            per = np.add.reduceat(self._lengths, self._eo[:-1]) if len(self._lengths) else np.zeros(0, np.int64)
+            if weights is None and getattr(dataset, "explicit_weights", False):
+                weights = dataset.weights
+            if weights is None and num_samples is None:
+                self._quotas = per.astype(np.int64)
+            else:
+                w = per.astype(np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
+                self._quotas = apportion(w, per, int(per.sum()) if num_samples is None else int(num_samples))
+            self.total = int(self._quotas.sum())
+        elif num_samples is not None or weights is not None:
+            raise ValueError("num_samples and weights need a MixtureDataset")
         self.epoch = 0
         self._start = 0
         self._yielded = 0
         h = hashlib.sha256(self._lengths.tobytes())
         h.update(self._starts.tobytes())
+        if self._quotas is not None:
+            h.update(b"mixture" + self._quotas.tobytes())
         self._fingerprint = h.hexdigest()[:16]
 
     # -------------------------------------------------------------- plan
@@ -101,23 +126,54 @@ class EpisodeShuffleStream(torch.utils.data.IterableDataset):
             self._start = 0
         self.epoch = epoch
 
+    def _epoch_pieces(self, epoch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The epoch's ``(episode position, first frame, end frame)`` pieces in epoch order (arrays). O(E)."""
+        E = len(self._lengths)
+        if self._quotas is None:
+            order = (np.random.default_rng([self.seed, epoch, 0x5EED]).permutation(E) if self.shuffle
+                     else np.arange(E))
+            return order, np.zeros(E, dtype=np.int64), self._lengths[order]
+        eps: list[np.ndarray] = []
+        ends: list[np.ndarray] = []
+        for d, quota in enumerate(self._quotas.tolist()):
+            lo, hi = int(self._eo[d]), int(self._eo[d + 1])
+            k = 0
+            while quota > 0:
+                order = (np.random.default_rng([self.seed, epoch, d, k, 0xD5]).permutation(hi - lo) if self.shuffle
+                         else np.arange(hi - lo)) + lo
+                lens = self._lengths[order]
+                cum = np.cumsum(lens)
+                n = int(np.searchsorted(cum, quota, side="left")) + 1 if cum[-1] >= quota else len(order)
+                take, part = order[:n], lens[:n].copy()
+                part[-1] -= max(int(cum[n - 1]) - quota, 0)
+                eps.append(take)
+                ends.append(part)
+                quota -= int(part.sum())
+                k += 1
+        e, t = np.concatenate(eps), np.concatenate(ends)
+        keep = t > 0
+        e, t = e[keep], t[keep]
+        order = (np.random.default_rng([self.seed, epoch, 0x5EED]).permutation(len(e)) if self.shuffle
+                 else np.arange(len(e)))
+        return e[order], np.zeros(len(e), dtype=np.int64), t[order]
+
     def _pieces(self, epoch: int, rank: int) -> list[tuple[int, int, int]]:
         """This rank's ``(episode position, first frame, end frame)`` pieces in epoch order. O(E)."""
-        E = len(self._lengths)
-        order = (np.random.default_rng([self.seed, epoch, 0x5EED]).permutation(E) if self.shuffle
-                 else np.arange(E))
+        order, first, last = self._epoch_pieces(epoch)
         lo, hi = self._rank_bounds(rank)
-        ends = np.cumsum(self._lengths[order])
-        begins = ends - self._lengths[order]
-        first = int(np.searchsorted(ends, lo, side="right"))
+        sizes = last - first
+        ends = np.cumsum(sizes)
+        begins = ends - sizes
+        k0 = int(np.searchsorted(ends, lo, side="right"))
         pieces = []
-        for k in range(first, E):
+        for k in range(k0, len(order)):
             b, e = int(begins[k]), int(ends[k])
             if b >= hi:
                 break
             s, t = max(b, lo) - b, min(e, hi) - b
             if t > s:
-                pieces.append((int(order[k]), s, t))
+                f = int(first[k])
+                pieces.append((int(order[k]), f + s, f + t))
         return pieces
 
     def plan(self, epoch: int | None = None, rank: int | None = None) -> Iterator[int]:
