@@ -137,6 +137,9 @@ def test_dtype_promoted_and_unshared_features_dropped(tmp_path):
     m = MixtureDataset([MixtureMember(ds / "clean_v21", episodes=[0]), ds / "mixpart_base"], cache_dir=tmp_path)
     assert "observation.images.front" not in m.names and "observation.images.front" in m.schema.dropped
     assert "observation.images.front" not in m[0]
+    # a dropped camera is not even decoded, and only the common columns are read
+    assert m.member(0).video_keys == [] and m.decoder_stats.frames == 0
+    assert set(m.member(0)._out_cols) == set(m.names) - {"task"}
 
 
 @pytest.mark.parametrize("name,match", [("action_shape.txt", "shape of 'action'"),

@@ -104,6 +104,8 @@ class FrameDataset(torch.utils.data.Dataset):
             mixture keeps one per process); None = a new one of ``decoder_cache_size``.
         mapped_budget: a :class:`~lerobot_tools.loaders._arrow.MappedBudget` to share with other
             datasets instead of one of ``max_mapped_mb`` for this dataset alone.
+        keys: the data columns and video keys samples carry (None = all); the others are neither read nor
+            decoded (a mixture reads only its common names).
         resample: None: ``delta_timestamps`` offsets must be multiples of ``1/fps``; ``"nearest"``: an
             offset between two frames takes the nearest frame (how a mixture resamples a dataset to its
             ``action_freq``; OpenTau's default ``vector_resample_strategy``).
@@ -154,6 +156,7 @@ class FrameDataset(torch.utils.data.Dataset):
         decoder_cache: DecoderCache | None = None,
         mapped_budget: MappedBudget | None = None,
         resample: str | None = None,
+        keys: Iterable[str] | None = None,
     ):
         self.meta = root if isinstance(root, Dataset) else Dataset(root)
         self.root = self.meta.root
@@ -233,7 +236,13 @@ class FrameDataset(torch.utils.data.Dataset):
         self._task_labels, self._taskless_episodes = self._resolve_tasks(task_indices)
 
         # ------------------------------------------------------------ video
-        self.video_keys = [k for k in self.meta.video_keys] if self.decode_video else []
+        wanted = None if keys is None else set(keys)
+        self.video_keys = ([k for k in self.meta.video_keys if wanted is None or k in wanted]
+                           if self.decode_video else [])
+        #: columns samples carry, and the columns read (those plus what indexing, video and tasks need)
+        self._out_cols = [c for c in self._columns if wanted is None or c in wanted]
+        self._read_cols = [c for c in self._columns if c in self._out_cols or c in ("episode_index", "task_index")
+                           or (c == "timestamp" and self.video_keys)]
         self._video_paths: dict[str, list[tuple[str, str]]] = {}
         self._video_file_id: dict[str, np.ndarray] = {}
         self._video_from: dict[str, np.ndarray] = {}
@@ -245,7 +254,7 @@ class FrameDataset(torch.utils.data.Dataset):
         self._decoders = decoder_cache if decoder_cache is not None else DecoderCache(decoder_cache_size)
         if self.video_keys:
             import torchcodec.decoders  # noqa: F401  (~1 s; imported once here, inherited by forked workers)
-        self._image_cols = [c for c in self._columns if self.features.get(c, {}).get("dtype") == "image"]
+        self._image_cols = [c for c in self._out_cols if self.features.get(c, {}).get("dtype") == "image"]
 
         # ------------------------------------------------------------ windows
         self.delta_timestamps = {k: [float(x) for x in v] for k, v in (delta_timestamps or {}).items()}
@@ -377,7 +386,7 @@ class FrameDataset(torch.utils.data.Dataset):
         a leading window axis for ``delta_timestamps`` keys). Used by ``lrtool smoke`` to check samples.
         """
         spec: dict[str, tuple[str, tuple[int, ...]]] = {}
-        for name in self._columns + self.video_keys:
+        for name in self._out_cols + self.video_keys:
             ft = self.features.get(name)
             if ft is None:
                 continue
@@ -416,7 +425,7 @@ class FrameDataset(torch.utils.data.Dataset):
         n = len(idx)
         seg, frame = self._segments(idx)
         rows = self._row_starts[seg] + frame
-        table = self._rows.take(rows)
+        table = self._rows.take(rows, self._read_cols)
         out: list[dict[str, Any]] = [dict() for _ in range(n)]
         eps = np.asarray(self.episodes, dtype=np.int64)[seg]
         got_eps = table.column("episode_index").to_numpy()
@@ -425,7 +434,7 @@ class FrameDataset(torch.utils.data.Dataset):
             raise DatasetError(f"row {int(rows[bad])} belongs to episode {int(got_eps[bad])}, expected episode "
                                f"{int(eps[bad])} (the data files changed since the dataset was opened)",
                                self._file_of_episode[int(eps[bad])])
-        values = {c: self._convert(c, table.column(c), n) for c in self._columns
+        values = {c: self._convert(c, table.column(c), n) for c in self._out_cols
                   if c not in self.delta_indices}
 
         # windows of data columns (and timestamps for video windows)

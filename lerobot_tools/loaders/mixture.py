@@ -301,7 +301,8 @@ class MixtureDataset(torch.utils.data.Dataset):
                                   tolerance_s=self.tolerance_s, decode_video=self.decode_video,
                                   frames_dtype=self.frames_dtype, cache_dir=self.cache_dir,
                                   decoder_cache=self._decoders, mapped_budget=self._budget,
-                                  resample="nearest" if self.action_freq is not None else None)
+                                  resample="nearest" if self.action_freq is not None else None,
+                                  keys=[c for c in self._columns_of(m).values() if c != "task"])
             except DatasetError as exc:
                 raise DatasetError(f"mixture dataset {m.name!r}: {exc}", m.root) from None
             if not np.array_equal(fd.episode_lengths, m.lengths):

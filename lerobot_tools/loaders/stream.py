@@ -119,6 +119,10 @@ class EpisodeShuffleStream(torch.utils.data.IterableDataset):
         lo, hi = self._rank_bounds(self.rank)
         return max(hi - lo - self._start, 0)
 
+    def dataset_counts(self) -> np.ndarray | None:
+        """Mixtures: frames drawn from each dataset per epoch (all ranks), int64 ``(D,)``; None otherwise."""
+        return None if self._quotas is None else self._quotas.copy()
+
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch (the shuffle key). A different epoch also clears a pending resume position."""
         epoch = int(epoch)
