@@ -78,8 +78,8 @@ def test_clean_v21_text_report_and_episode_subset_from_a_mixture(tmp_path):
     root = copy_fixture("clean_v21", tmp_path)
     mix = tmp_path / "mix.txt"
     mix.write_text(f"{root} episodes=2,0\n")
-    res = CliRunner().invoke(cli, ["smoke", str(mix), "--cache-dir", str(tmp_path / "c"), "--loader", "map",
-                                   "-n", "2", "-b", "4", "--seed", "5"])
+    res = CliRunner().invoke(cli, ["smoke", str(mix), "--per-dataset", "--cache-dir", str(tmp_path / "c"),
+                                   "--loader", "map", "-n", "2", "-b", "4", "--seed", "5"])
     assert res.exit_code == 0, res.output
     assert "2 episode(s), 45 frame(s), video keys: observation.images.front" in res.output
     assert "pass  map order-and-alignment: 8 samples in the planned order" in res.output
