@@ -26,8 +26,10 @@ How it reads (lerobot-format §§6, 10.3, 14; pitfalls C7, D3, D9, I3):
   problem (de-duplicated across samples, DataLoader workers and dataset objects: a 392-dataset run logged
   ~3000 copies before OpenTau de-duplicated, pitfalls I3), and the samples concerned carry no ``task`` key.
 
-torch is imported by this module, torchcodec when a dataset with video keys is opened, datasets only when
-an Arrow cache has to be built; ``import lerobot_tools`` never imports this module.
+torch is imported by this module, torchcodec when a dataset with video keys is opened (and pandas, which
+pyarrow's ``to_numpy`` imports on first use), datasets only when an Arrow cache has to be built: all of them
+in the process that constructs the dataset, so forked DataLoader workers inherit them. ``import
+lerobot_tools`` never imports this module.
 """
 
 from __future__ import annotations
