@@ -76,12 +76,18 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
 def _run_distributed(dist, targets, options, fmt, baseline, write_baseline):
     import os
 
-    from lerobot_tools.commands._distributed import run_distributed_targets
+    from lerobot_tools.commands._distributed import run_distributed
+    from lerobot_tools.dataset.targets import resolve_target
     from lerobot_tools.distributed.validate_job import make_spec
 
+    try:
+        groups = [(arg, resolve_target(arg)) for arg in targets]
+    except LrtoolError as exc:
+        fail(str(exc))
+    resolved = [t for _, ts in groups for t in ts]
     render = {"format": fmt, "baseline": os.path.abspath(baseline) if baseline else None,
               "write_baseline": os.path.abspath(write_baseline) if write_baseline else None, "color": True}
-    run_distributed_targets(dist, "validate", targets, lambda resolved: make_spec(resolved, options), render)
+    run_distributed(dist, "validate", make_spec(resolved, options, [(a, len(ts)) for a, ts in groups]), render)
 
 
 @click.command()

@@ -48,9 +48,16 @@ def options_from_dict(d: dict[str, Any]) -> ValidateOptions:
     return ValidateOptions(**d)
 
 
-def make_spec(targets: list, options: ValidateOptions) -> dict[str, Any]:
-    """The plan spec of a validate run: resolved targets and options."""
-    return {"targets": [target_to_dict(t) for t in targets], "options": options_to_dict(options)}
+def make_spec(targets: list, options: ValidateOptions, groups: list[tuple[str, int]] | None = None) -> dict[str, Any]:
+    """The plan spec of a validate run: resolved targets and options, and per TARGET argument
+    ``(argument, number of targets it resolved to)`` so the merge can run the cross-dataset checks of
+    mixture files (an existing file argument is stored as an absolute path)."""
+    import os
+
+    spec: dict[str, Any] = {"targets": [target_to_dict(t) for t in targets], "options": options_to_dict(options)}
+    if groups is not None:
+        spec["groups"] = [[os.path.abspath(a) if os.path.isfile(a) else a, n] for a, n in groups]
+    return spec
 
 
 # ---------------------------------------------------------------------- reports in JSON
@@ -214,6 +221,14 @@ class ValidateJob:
             for _, result in d.files:
                 memo.update(result.get("memo") or {})
             reports.append(validate_one(self._target(spec, d.index), options, observer=Replayer(memo)))
+        if spec.get("groups"):  # the cross-dataset checks of mixture files, as a single-process validate runs them
+            from lerobot_tools.checks.mixture import check_mixtures
+
+            groups, pos = [], 0
+            for arg, n in spec["groups"]:
+                groups.append((arg, [self._target(spec, i) for i in range(pos, pos + n)]))
+                pos += n
+            check_mixtures(groups, reports, options)
         return reports
 
     def report(self, result: list[DatasetReport], render: dict, out: IO[str]) -> int:
