@@ -48,3 +48,23 @@ def median_ms(fn, repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000
+
+
+_USAGE_LAUNCHER = r"""
+import json, os, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(p.pid, 0)
+print(json.dumps({"wall": time.perf_counter() - t0, "cpu": usage.ru_utime + usage.ru_stime,
+                  "rss": usage.ru_maxrss / 1024.0, "exit": os.waitstatus_to_exitcode(status)}))
+"""
+
+
+def measure_usage(cmd: list[str], *, env: dict | None = None, cwd: str | None = None) -> dict:
+    """Run ``cmd`` (output discarded) from a fresh launcher in ``cwd``; return ``wall`` and ``cpu`` seconds (user +
+    sys of the child and the descendants it waited for), ``rss`` (peak, MB) and ``exit`` (status), from
+    ``os.wait4`` rusage. (``python -m``/``-c`` put the working folder first on ``sys.path``: run a command that
+    must import a package from ``PYTHONPATH`` from a folder that holds no such package.)"""
+    res = subprocess.run([sys.executable, "-c", _USAGE_LAUNCHER, *cmd], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                         text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
