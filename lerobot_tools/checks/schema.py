@@ -28,47 +28,69 @@ def run(ctx: CheckContext) -> None:
         return
     feats = ds.features
     declared = [k for k, v in feats.items() if v.get("dtype") != "video"]
+    # files of one dataset nearly always share one schema and one metadata: the findings of a file depend on
+    # nothing else, so they are worked out once per distinct (schema, huggingface metadata, pandas metadata)
+    found: dict[tuple, list[tuple]] = {}
+    signatures: dict[str, tuple] = {}  # rel -> _signature(schema), for S007
     for rel, footer in ctx.footers.items():
-        schema = footer.schema
-        names = schema.names
-        present = set(names)
-        for name in declared:
-            if name not in present:
-                msg = f"declared feature {name!r} has no column in the data (datasets fills it with None)"
-                ctx.emit("S001", msg, rel, group=msg, feature=name)
-        for name in names:
-            if name not in feats:
-                msg = f"column {name!r} ({schema.field(name).type}) is not declared in info.json features"
-                ctx.emit("S002", msg, rel, group=msg, feature=name)
-                continue
-            for check, sev, msg in compare_feature(name, feats[name], schema.field(name).type):
-                ctx.emit(check, msg, rel, severity=sev, group=msg, feature=name)
-        _check_hf_metadata(ctx, rel, footer, feats)
-    _check_cross_file(ctx)
+        key = (footer.schema, footer.metadata.get("huggingface"), "pandas" in footer.metadata)
+        try:
+            entry = found.get(key)
+        except TypeError:  # an unhashable schema: no reuse
+            key, entry = None, None
+        if entry is None:
+            entry = (_file_findings(ctx, footer, feats, declared), _signature(footer.schema))
+            if key is not None:
+                found[key] = entry
+        todo, signatures[rel] = entry
+        for check, msg, severity, feature in todo:
+            ctx.emit(check, msg, rel, severity=severity, group=msg, feature=feature)
+    _check_cross_file(ctx, signatures)
 
 
-def _check_hf_metadata(ctx: CheckContext, rel: str, footer, feats: dict) -> None:
+def _file_findings(ctx: CheckContext, footer, feats: dict, declared: list[str]) -> list[tuple]:
+    """The S001-S006 findings of one data file as ``(check, message, severity or None, feature)``, in report
+    order; they depend only on the file's Arrow schema and its ``huggingface``/``pandas`` metadata."""
+    out: list[tuple] = []
+    schema = footer.schema
+    names = schema.names
+    present = set(names)
+    for name in declared:
+        if name not in present:
+            out.append(("S001", f"declared feature {name!r} has no column in the data (datasets fills it with None)",
+                        None, name))
+    for name in names:
+        if name not in feats:
+            out.append(("S002", f"column {name!r} ({schema.field(name).type}) is not declared in info.json features",
+                        None, name))
+            continue
+        for check, sev, msg in compare_feature(name, feats[name], schema.field(name).type):
+            out.append((check, msg, sev, name))
+    if ctx.enabled("S006"):
+        out.extend(_hf_metadata_findings(footer, feats))
+    return out
+
+
+def _hf_metadata_findings(footer, feats: dict) -> list[tuple]:
     """S006 (:func:`~lerobot_tools.dataset.features.hf_metadata_problems`). Columns already reported by
     S002-S005 are skipped; a missing key on a file without pandas metadata is only info."""
-    if not ctx.enabled("S006"):
-        return
     drifted = drifted_columns(feats, footer.schema)
-    for p in hf_metadata_problems(feats, footer.schema, footer.metadata.get("huggingface"),
-                                  has_pandas="pandas" in footer.metadata, drifted=drifted):
-        ctx.emit("S006", p.message, rel, severity=INFO if p.kind == "missing" else None, group=p.message,
-                 feature=p.feature)
+    return [("S006", p.message, INFO if p.kind == "missing" else None, p.feature)
+            for p in hf_metadata_problems(feats, footer.schema, footer.metadata.get("huggingface"),
+                                          has_pandas="pandas" in footer.metadata, drifted=drifted)]
 
 
 def _signature(schema) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((f.name, str(f.type)) for f in schema))
 
 
-def _check_cross_file(ctx: CheckContext) -> None:
-    if not ctx.enabled("S007") or len(ctx.footers) < 2:
+def _check_cross_file(ctx: CheckContext, signatures: dict[str, tuple]) -> None:
+    """S007: files whose schema (:func:`_signature`, given per file) differs from the majority's."""
+    if not ctx.enabled("S007") or len(signatures) < 2:
         return
     sigs: dict[tuple, list[str]] = {}
-    for rel, footer in ctx.footers.items():
-        sigs.setdefault(_signature(footer.schema), []).append(rel)
+    for rel, sig in signatures.items():
+        sigs.setdefault(sig, []).append(rel)
     if len(sigs) < 2:
         return
     counts = Counter({sig: len(files) for sig, files in sigs.items()})
