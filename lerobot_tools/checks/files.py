@@ -6,6 +6,7 @@ pitfalls C8 (orphans), E1 (no footer), E3 (LFS pointers).
 
 from __future__ import annotations
 
+from lerobot_tools._parallel import thread_map
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.dataset.footers import read_footer
 from lerobot_tools.dataset.ondisk import data_files_from_layout, files_fitting
@@ -103,15 +104,16 @@ def run(ctx: CheckContext) -> None:
                  f"the episode metadata is unreadable; data files taken from {layout.source}")
     ctx.data_files = data_files
     missing = []
-    for df in data_files:
+    paths = [_locate(ds, df.relpath) for df in data_files]
+    reads = thread_map(_read_data_file, [(p, df.relpath) for df, p in zip(data_files, paths)
+                                         if not isinstance(p, DatasetError)])
+    for df, path in zip(data_files, paths):
         rel = df.relpath
-        try:
-            path = ds.path(rel)
-        except DatasetError as exc:
-            ctx.emit("I008", exc.message, rel, key="data_path")
+        if isinstance(path, DatasetError):
+            ctx.emit("I008", path.message, rel, key="data_path")
             ctx.bad_data_files.add(rel)
             continue
-        s = sniff(path)
+        s, footer = next(reads)
         if s.kind == "missing":
             missing.append(df)
             ctx.bad_data_files.add(rel)
@@ -123,11 +125,11 @@ def run(ctx: CheckContext) -> None:
         if placeholder_finding(ctx, s, rel, "data"):
             ctx.bad_data_files.add(rel)
             continue
-        try:
-            ctx.footers[rel] = read_footer(path, rel)
-        except DatasetError as exc:
-            ctx.emit("F007", exc.message, rel, group="parquet files have no valid footer", file_kind="data")
+        if isinstance(footer, DatasetError):
+            ctx.emit("F007", footer.message, rel, group="parquet files have no valid footer", file_kind="data")
             ctx.bad_data_files.add(rel)
+        else:
+            ctx.footers[rel] = footer
     if missing and not _relocated(ctx, "data", ds.data_path, [df.relpath for df in data_files],
                                   [df.relpath for df in missing], None):
         for df in missing:
@@ -164,6 +166,31 @@ def run(ctx: CheckContext) -> None:
                 ctx.emit("F003", "file under meta/episodes/ is not a chunk-XXX/file-YYY.parquet; the loader "
                          "globs meta/episodes/*/*.parquet and may read it as episodes", rel, file_kind="episodes")
     _check_images(ctx)
+
+
+def _locate(ds, rel: str):
+    """``ds.path(rel)``, or the :class:`DatasetError` saying why the path is refused."""
+    try:
+        return ds.path(rel)
+    except DatasetError as exc:
+        return exc
+
+
+def _read_data_file(item) -> tuple[Sniff, object]:
+    """Sniff one data file and, when it may be parquet, read its footer (run in :func:`thread_map`'s threads).
+
+    Returns:
+        ``(sniff, footer)``: footer is a :class:`~lerobot_tools.dataset.footers.FooterInfo`, the
+        :class:`DatasetError` :func:`read_footer` raised, or None for a missing, unreadable or placeholder file.
+    """
+    path, rel = item
+    s = sniff(path)
+    if s.kind in ("missing", "unreadable") or s.kind in PLACEHOLDER_CHECKS:
+        return s, None
+    try:
+        return s, read_footer(path, rel)
+    except DatasetError as exc:
+        return s, exc
 
 
 #: At most this many files are sniffed by :func:`scan_tree`.

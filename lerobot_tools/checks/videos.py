@@ -7,8 +7,9 @@ Sources: lerobot-format §10 (encoding, ``info`` keys, locating frames), pitfall
 
 from __future__ import annotations
 
+from lerobot_tools._parallel import thread_map
 from lerobot_tools.checks.context import CheckContext
-from lerobot_tools.checks.files import _relocated, format_episodes, placeholder_finding
+from lerobot_tools.checks.files import PLACEHOLDER_CHECKS, _relocated, format_episodes, placeholder_finding
 from lerobot_tools.dataset.ondisk import files_fitting, video_files_from_layout
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import sniff
@@ -49,13 +50,34 @@ def run(ctx: CheckContext) -> None:
     header_done: set[str] = set()
     probes = {}
     missing = []
+    # two passes over a thread pool, emitting in file order: sniff every file, then probe those that may be
+    # videos (the decoder header of the first of each video key, or of all)
+    located = []
     for vf in files:
         try:
-            path = ds.path(vf.relpath)
+            located.append((vf, ds.path(vf.relpath)))
         except DatasetError as exc:
-            ctx.emit("I008", exc.message, vf.relpath, key="video_path", video_key=vf.video_key)
+            located.append((vf, exc))
+    sniffs = thread_map(sniff, [p for _, p in located if not isinstance(p, DatasetError)])
+    plan, todo, done_keys = [], [], set()
+    for vf, path in located:
+        if isinstance(path, DatasetError):
+            plan.append((vf, path, None, False))
             continue
-        s = sniff(path)
+        s = next(sniffs)
+        with_header = False
+        if s.kind not in ("missing", "unreadable") and s.kind not in PLACEHOLDER_CHECKS:
+            with_header = use_pyav and (probe_all or vf.video_key not in done_keys)
+            if with_header:
+                done_keys.add(vf.video_key)
+            todo.append((vf, path, s, with_header))
+        plan.append((vf, path, s, with_header))
+    observer = ctx.observer
+    read = thread_map(lambda t: observer.probe_video(t[0].relpath, t[1], pyav=t[3], sniffed=t[2]), todo)
+    for vf, path, s, with_header in plan:
+        if isinstance(path, DatasetError):
+            ctx.emit("I008", path.message, vf.relpath, key="video_path", video_key=vf.video_key)
+            continue
         if s.kind == "missing":
             missing.append(vf)
             continue
@@ -65,8 +87,7 @@ def run(ctx: CheckContext) -> None:
             continue
         if placeholder_finding(ctx, s, vf.relpath, "video"):
             continue
-        with_header = use_pyav and (probe_all or vf.video_key not in header_done)
-        probe = ctx.observer.probe_video(vf.relpath, path, pyav=with_header, sniffed=s)
+        probe = next(read)
         if with_header:
             header_done.add(vf.video_key)
         if probe.status != "ok":

@@ -1,0 +1,91 @@
+"""The per-file thread pool (``_parallel.thread_map``) and what validate reads with it: results in input order,
+bounded read-ahead, errors at their item, and reports identical to a single-threaded run."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lerobot_tools import _parallel
+from lerobot_tools._parallel import thread_map
+from lerobot_tools.checks.engine import ValidateOptions
+from lerobot_tools.report import render_json
+from lerobot_tools.validate import validate
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "datasets"
+
+
+def test_results_come_in_input_order_whatever_order_they_finish_in():
+    def slow_first(i: int) -> int:
+        time.sleep(0.02 if i % 3 == 0 else 0.0)
+        return i * i
+
+    assert list(thread_map(slow_first, range(40), threads=4)) == [i * i for i in range(40)]
+
+
+def test_read_ahead_is_bounded():
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def work(i: int) -> int:
+        with lock:
+            started.append(i)
+        return i
+
+    it = thread_map(work, range(100), threads=3, ahead=5)
+    seen = []
+    for x in it:
+        seen.append(x)
+        time.sleep(0.002)  # let the pool run ahead as far as it may
+        with lock:
+            assert max(started) <= x + 5
+    assert seen == list(range(100))
+
+
+def test_an_error_is_raised_at_its_item_after_the_earlier_results():
+    def work(i: int) -> int:
+        if i == 7:
+            raise ValueError("item 7 is broken")
+        return i
+
+    got = []
+    with pytest.raises(ValueError, match="item 7 is broken"):
+        for x in thread_map(work, range(20), threads=4):
+            got.append(x)
+    assert got == list(range(7))
+
+
+def test_one_thread_maps_in_the_calling_thread(monkeypatch):
+    monkeypatch.setattr(_parallel, "IO_THREADS", 1)
+    me = threading.get_ident()
+    assert set(thread_map(lambda _: threading.get_ident(), range(5))) == {me}
+    assert set(thread_map(lambda _: threading.get_ident(), range(5), threads=1)) == {me}
+
+
+def _report(paths: list[Path], **opts) -> dict:
+    import io
+
+    out = io.StringIO()
+    render_json(validate([str(p) for p in paths], ValidateOptions(**opts)), out)
+    doc = json.loads(out.getvalue())
+    doc["summary"].pop("seconds", None)
+    for d in doc["datasets"]:
+        d.pop("seconds", None)
+    return doc
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["default", "deep"])
+def test_validate_reports_are_identical_with_one_thread_and_with_the_pool(monkeypatch, deep):
+    # every fixture: missing, placeholder, unreadable and corrupt data and video files, in one mixture
+    fixtures = sorted(p for p in FIXTURES.iterdir() if (p / "meta").is_dir())
+    assert len(fixtures) > 20
+    pooled = _report(fixtures, deep=deep)
+    monkeypatch.setattr(_parallel, "IO_THREADS", 1)
+    single = _report(fixtures, deep=deep)
+    assert pooled == single
+    assert sum(len(d["findings"]) for d in single["datasets"]) > 20
+
