@@ -94,29 +94,31 @@ def read_footer(path: Path, rel: str | None = None) -> FooterInfo:
         except UnicodeDecodeError:
             continue
     # leaf column positions of the top-level integer index columns
-    positions: dict[str, int] = {}
+    positions: dict[int, str] = {}
     pschema = md.schema
     for i in range(len(pschema)):
         p = pschema.column(i).path
         if p in INDEX_COLUMNS:
-            positions[p] = i
+            positions[i] = p
     groups = []
     compression = None
     for r in range(md.num_row_groups):
         rg = md.row_group(r)
-        page_index = rg.num_columns > 0
+        ncols = rg.num_columns
+        page_index = ncols > 0
         compressed = 0
-        for c in range(rg.num_columns):
+        minmax = {}
+        for c in range(ncols):  # one metadata object per column chunk, every fact read from it once
             col = rg.column(c)
             compressed += col.total_compressed_size
-            if not (col.has_column_index and col.has_offset_index):
+            if page_index and not (col.has_column_index and col.has_offset_index):
                 page_index = False
             if compression is None:
                 compression = col.compression
-        minmax = {}
-        for name, i in positions.items():
-            st = rg.column(i).statistics
-            if st is not None and st.has_min_max:
-                minmax[name] = (st.min, st.max)
+            name = positions.get(c)
+            if name is not None:
+                st = col.statistics
+                if st is not None and st.has_min_max:
+                    minmax[name] = (st.min, st.max)
         groups.append(RowGroupInfo(rg.num_rows, rg.total_byte_size, compressed, page_index, minmax))
     return FooterInfo(md.num_rows, schema, meta, groups, compression, md.created_by)
