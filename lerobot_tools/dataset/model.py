@@ -669,9 +669,12 @@ def files_under(root: str | os.PathLike, subdir: str, suffix: str) -> list[str]:
         return out
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        prefix = None  # the folder relative to the root, worked out once per folder
         for name in filenames:
             if name.endswith(suffix) and not name.startswith("."):
-                out.append(Path(dirpath, name).relative_to(root).as_posix())
+                if prefix is None:
+                    prefix = Path(dirpath).relative_to(root).as_posix() + "/"
+                out.append(prefix + name)
     return sorted(out)
 
 
