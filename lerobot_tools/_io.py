@@ -21,7 +21,7 @@ import contextlib
 import json
 import os
 import stat
-import tempfile
+import secrets
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
@@ -226,10 +226,19 @@ def atomic_path(target: Path, *, verify: Callable[[Path], None] | None = None,
         OSError: the folder is not writable, the disk is full, ... (target untouched).
     """
     target = Path(target)
-    fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix="-" + target.name, dir=target.parent)
-    os.close(fd)
-    tmp = Path(name)
+    tmp: Path | None = None
     try:
+        # The name is set before the file exists (tempfile.mkstemp returns it only after creating the file), so
+        # a Ctrl-C/SIGTERM raised at any point after the file was created finds it to remove.
+        for _ in range(100):
+            tmp = target.parent / f"{TMP_PREFIX}{secrets.token_hex(4)}-{target.name}"
+            try:
+                os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600))
+                break
+            except FileExistsError:
+                tmp = None
+        else:
+            raise FileExistsError(f"cannot create a temporary file next to {target}")
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
@@ -240,8 +249,9 @@ def atomic_path(target: Path, *, verify: Callable[[Path], None] | None = None,
         os.replace(tmp, target)
         fsync_dir(target.parent)
     except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         raise
 
 
