@@ -13,7 +13,8 @@ Library entry points:
 Modules: :mod:`.plan` (validate, map findings to repairs), :mod:`.fixes` (one function per repair),
 :mod:`.apply` (backup, atomic writes, re-validation, rollback, undo), :mod:`.backup`, :mod:`.parquet`
 (row-group-preserving, verified parquet rewrites), :mod:`.hfmeta` (the ``huggingface`` metadata key),
-:mod:`.diff` (unified diffs and reports). pyarrow/pandas/PyAV are imported inside functions.
+:mod:`.diff` (unified diffs and reports), :mod:`.run` (:func:`repair_targets`: many targets, one result).
+pyarrow/pandas/PyAV are imported inside functions.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from lerobot_tools.errors import LrtoolError
 from lerobot_tools.repair.apply import RepairResult, UndoResult, apply_plan, prepare, undo
 from lerobot_tools.repair.model import RepairOptions, RepairPlan
 from lerobot_tools.repair.plan import REPAIRABLE, cannot_run_reason, plan_repair
+from lerobot_tools.repair.run import RepairRun, repair_targets
 
 __all__ = [
     "REPAIRABLE", "RepairOptions", "RepairPlan", "RepairResult", "UndoResult",
-    "plan_repair", "apply_plan", "repair_target", "undo",
+    "plan_repair", "apply_plan", "repair_target", "undo", "RepairRun", "repair_targets",
 ]
 
 

@@ -1,0 +1,74 @@
+"""``lrtool repair`` as one library call over many targets: :func:`repair_targets` (like
+:func:`lerobot_tools.reshard.reshard`), returning a :class:`RepairRun`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import IO, Any, Iterable
+
+from lerobot_tools import exitcodes
+from lerobot_tools.errors import LrtoolError
+from lerobot_tools.repair.model import RepairOptions
+
+
+@dataclass
+class RepairRun:
+    """What ``lrtool repair`` ends with (:class:`lerobot_tools.exitcodes.CommandResult`).
+
+    Attributes:
+        results: one :class:`~lerobot_tools.repair.apply.RepairResult` (or
+            :class:`~lerobot_tools.repair.apply.UndoResult` with ``undo``) per distinct dataset, in order.
+        undo: the run restored backups (``--undo``).
+        dry_run: nothing was written.
+    """
+
+    results: list = field(default_factory=list)
+    undo: bool = False
+    dry_run: bool = False
+
+    @property
+    def exit_status(self) -> int:
+        """The worst per-dataset status: 0 all fixed, 1 errors remain or a repair failed, 2 could not run."""
+        return max((r.status for r in self.results), default=exitcodes.OK)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"datasets": [...], "status": exit_status}`` (:mod:`lerobot_tools.repair.diff`)."""
+        from lerobot_tools.repair import diff
+
+        to = diff.undo_to_dict if self.undo else diff.result_to_dict
+        return {"datasets": [to(r) for r in self.results], "status": self.exit_status}
+
+    def render_text(self, out: IO[str], *, color: bool = False) -> None:
+        """Each dataset's report (:func:`~lerobot_tools.repair.diff.render_result` / ``render_undo``), then the
+        summary line."""
+        from lerobot_tools.repair import diff
+
+        for r in self.results:
+            (diff.render_undo if self.undo else diff.render_result)(r, out)
+        word = "undo" if self.undo else ("dry run" if self.dry_run else "repair")
+        out.write(f"Summary: {word} of {len(self.results)} dataset(s), exit status {self.exit_status}\n")
+
+
+def repair_targets(target_args: Iterable[str], options: RepairOptions | None = None, *, dry_run: bool = False,
+                   undo: bool = False) -> RepairRun:
+    """Resolve TARGET arguments (folders, repo ids in ``$HF_LEROBOT_HOME``, mixture files) and repair (or, with
+    ``undo``, restore the latest backup of) each distinct dataset once, in order.
+
+    Raises:
+        LrtoolError: a mixture file cannot be read, or a dataset could not be processed at all (the message
+            starts with its TARGET); the datasets before it have been processed.
+    """
+    from lerobot_tools.dataset.targets import duplicate_of, resolve_targets
+    from lerobot_tools.repair import repair_target, undo as undo_target
+
+    options = options or RepairOptions()
+    resolved = resolve_targets(list(target_args))
+    run = RepairRun(undo=undo, dry_run=dry_run)
+    for t, dup in zip(resolved, duplicate_of(resolved)):
+        if dup is not None:
+            continue
+        try:
+            run.results.append(undo_target(t, dry_run=dry_run) if undo else repair_target(t, options, dry_run=dry_run))
+        except (LrtoolError, OSError) as exc:
+            raise LrtoolError(f"{t.spec}: {exc}") from None
+    return run
