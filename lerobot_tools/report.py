@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -139,6 +140,26 @@ def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = Fal
 
 def render_json(reports: list[DatasetReport], out: IO[str]) -> None:
     """One JSON document on ``out`` (schema in README: ``datasets`` and ``summary``)."""
-    doc = {"datasets": [r.to_dict() for r in reports], "summary": summarize(reports)}
-    json.dump(doc, out, indent=2, ensure_ascii=False)
+    json.dump(ValidateResult(reports).to_dict(), out, indent=2, ensure_ascii=False)
     out.write("\n")
+
+
+@dataclass
+class ValidateResult:
+    """What ``lrtool validate`` ends with (:class:`lerobot_tools.exitcodes.CommandResult`): one
+    :class:`DatasetReport` per target."""
+
+    reports: list[DatasetReport]
+
+    @property
+    def exit_status(self) -> int:
+        """0 when no dataset has an error outside the baseline, else 1."""
+        return exit_status(self.reports)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document: ``datasets`` (one per target) and ``summary`` (:func:`summarize`)."""
+        return {"datasets": [r.to_dict() for r in self.reports], "summary": summarize(self.reports)}
+
+    def render_text(self, out: IO[str], *, color: bool = False) -> None:
+        """The human report (:func:`render_text`)."""
+        render_text(self.reports, out, color=color)

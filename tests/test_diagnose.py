@@ -204,7 +204,7 @@ def test_broken_files_are_findings_not_tracebacks(data):
     assert "truncated" in by_check["F008"].message
     assert by_check["F002"].paths == [f"videos/chunk-000/{KEY}/episode_000003.mp4"]
     assert all(by_check[k].severity == "error" for k in ("F004", "F008", "F002"))
-    assert diag.summary()["unusable_files"] == 3 and diag.exit_status() == 1
+    assert diag.summary()["unusable_files"] == 3 and diag.exit_status == 1
     # the healthy episode 0 was still probed and decoded
     assert dd.groups[0].members == [(KEY, f"videos/chunk-000/{KEY}/episode_000000.mp4")] and dd.groups[0].decode.cpu.ok
 

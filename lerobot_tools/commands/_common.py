@@ -1,13 +1,21 @@
-"""Shared CLI plumbing: output format, jobs and lock-timeout options, finite float options, one-line fatal
-errors (exit 2)."""
+"""Shared CLI plumbing: the options every command has (output format, jobs, lock timeout, finite floats),
+one-line fatal errors, and the one command ending.
+
+Every command ends the same way (:func:`finish`): the result (:class:`lerobot_tools.exitcodes.CommandResult`)
+is printed as text or as one JSON document on stdout, its error lines go to stderr, and the process exits
+with its status.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
-from typing import Any, NoReturn
+from typing import IO, Any, Callable, NoReturn
 
 import click
+
+from lerobot_tools import exitcodes
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -35,7 +43,31 @@ lock_timeout_option = click.option(
     help="Wait this long for another lrtool run writing the same dataset to finish, then give up on that dataset.")
 
 
-def fail(message: str, status: int = 2) -> NoReturn:
+def fail(message: str, status: int = exitcodes.CANNOT_RUN) -> NoReturn:
     """Print ``lrtool: error: <message>`` on stderr (one line, no traceback) and exit with ``status``."""
     click.echo(f"lrtool: error: {message}", err=True)
     sys.exit(status)
+
+
+def finish(result: Any, fmt: str, *, render: Callable[[Any, IO[str]], None] | None = None) -> NoReturn:
+    """Print ``result`` and exit with ``result.exit_status``.
+
+    Args:
+        result: a :class:`~lerobot_tools.exitcodes.CommandResult`; its optional ``error_lines()`` are printed
+            on stderr as ``lrtool: error: ...`` after the report.
+        fmt: ``"json"`` (``result.to_dict()``, indented, on stdout) or ``"text"`` (``result.render_text``,
+            coloured when stdout is a terminal).
+        render: a text renderer ``render(result, out)`` for a result without ``render_text``.
+    """
+    out = sys.stdout
+    if fmt == "json":
+        json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, default=str)
+        out.write("\n")
+    elif render is not None:
+        render(result, out)
+    else:
+        result.render_text(out, color=out.isatty())
+    out.flush()
+    for line in getattr(result, "error_lines", lambda: [])():
+        click.echo(f"lrtool: error: {line}", err=True)
+    sys.exit(result.exit_status)

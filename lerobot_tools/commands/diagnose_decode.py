@@ -5,11 +5,10 @@ torch and torchcodec are imported only while the command runs (by the library), 
 
 from __future__ import annotations
 
-import sys
 
 import click
 
-from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option, jobs_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, finish, format_option, jobs_option
 from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
@@ -47,7 +46,7 @@ def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jo
     Exit status: 0 no errors; 1 errors (the requested device cannot decode; missing, placeholder, truncated
     or undecodable videos; unreadable targets); 2 the tool could not run (bad options, unreadable mixture).
     """
-    from lerobot_tools.diagnose import DiagnoseOptions, diagnose, parse_device, render_json, render_text
+    from lerobot_tools.diagnose import DiagnoseOptions, diagnose, parse_device
     from lerobot_tools.video.nvdec import lookup_gpu
 
     try:
@@ -64,10 +63,4 @@ def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jo
         diag = diagnose(list(targets), options, jobs=jobs, progress=progress)
     except LrtoolError as exc:
         fail(str(exc))
-    if fmt == "json":
-        render_json(diag, sys.stdout)
-    else:
-        render_text(diag, sys.stdout, color=sys.stdout.isatty())
-    if diag.device_problem:
-        click.echo(f"lrtool: error: {diag.device_problem}", err=True)
-    sys.exit(diag.exit_status())
+    finish(diag, fmt)

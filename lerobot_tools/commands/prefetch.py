@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import click
 
-from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, finish, format_option
 from lerobot_tools.commands._distributed import distributed_options
 
 
@@ -92,9 +90,4 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, 
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted (files already renamed into place are complete; partial downloads were discarded)", 1)
-    if fmt == "json":
-        json.dump(report.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        render_text(report, sys.stdout)
-    sys.exit(report.exit_status)
+    finish(report, fmt, render=render_text)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 
 import click
 
-from lerobot_tools.commands._common import fail, format_option, lock_timeout_option
+from lerobot_tools.commands._common import fail, finish, format_option, lock_timeout_option
 from lerobot_tools.commands._distributed import distributed_options
 
 
@@ -43,10 +42,8 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt, lock_
     or was rolled back; 2 the tool could not run.
     """
     from lerobot_tools.checks.catalogue import expand_selection
-    from lerobot_tools.dataset.targets import duplicate_of, resolve_targets
     from lerobot_tools.errors import LrtoolError
-    from lerobot_tools.repair import RepairOptions, repair_target, undo as run_undo
-    from lerobot_tools.repair import diff
+    from lerobot_tools.repair import RepairOptions, repair_targets
 
     if undo and (only or drop_undeclared or move_files):
         fail("--undo cannot be combined with --only, --drop-undeclared or --move-files")
@@ -54,37 +51,18 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt, lock_
         sel = expand_selection(list(only))
     except ValueError as exc:
         fail(str(exc))
-    try:
-        resolved = resolve_targets(list(targets))
-    except LrtoolError as exc:
-        fail(str(exc))
-    unique = [t for t, dup in zip(resolved, duplicate_of(resolved)) if dup is None]
     named = {p.strip().upper() for item in only for p in item.split(",")} & (sel or set())
     options = RepairOptions(only=sel, drop_undeclared=drop_undeclared, move_files=move_files, named=named,
                             lock_timeout=lock_timeout)
     if dist is not None:
-        from lerobot_tools.commands._distributed import run_distributed
+        from lerobot_tools.commands._distributed import run_distributed_targets
         from lerobot_tools.distributed.repair_job import make_spec
 
-        run_distributed(dist, "repair", make_spec(resolved, options, dry_run=dry_run, undo=undo), {"format": fmt})
-    docs, status = [], 0
-    for t in unique:
-        try:
-            res = run_undo(t, dry_run=dry_run, lock_timeout=lock_timeout) if undo else \
-                repair_target(t, options, dry_run=dry_run)
-        except (LrtoolError, OSError) as exc:
-            fail(f"{t.spec}: {exc}")
-        status = max(status, res.status)
-        if fmt == "json":
-            docs.append(diff.undo_to_dict(res) if undo else diff.result_to_dict(res))
-        elif undo:
-            diff.render_undo(res, sys.stdout)
-        else:
-            diff.render_result(res, sys.stdout)
-    if fmt == "json":
-        sys.stdout.write(diff.dumps({"datasets": docs, "status": status}))
-    else:
-        n = len(unique)
-        word = "undo" if undo else ("dry run" if dry_run else "repair")
-        click.echo(f"Summary: {word} of {n} dataset(s), exit status {status}")
-    sys.exit(status)
+        run_distributed_targets(dist, "repair", targets,
+                                lambda resolved: make_spec(resolved, options, dry_run=dry_run, undo=undo),
+                                {"format": fmt})
+    try:
+        run = repair_targets(targets, options, dry_run=dry_run, undo=undo)
+    except LrtoolError as exc:
+        fail(str(exc))
+    finish(run, fmt)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 
 import click
 
-from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option, jobs_option, lock_timeout_option
+from lerobot_tools.commands._common import (
+    FiniteFloatRange,
+    fail,
+    finish,
+    format_option,
+    jobs_option,
+    lock_timeout_option,
+)
 from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
@@ -41,7 +47,7 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
     Exit status: 0 every file resharded or already conforming, 1 a file or dataset failed (it is
     left untouched; the others are still processed), 2 the tool could not run.
     """
-    from lerobot_tools.reshard import ReshardOptions, errors, exit_status, render_json, render_text
+    from lerobot_tools.reshard import ReshardOptions
     from lerobot_tools.reshard import reshard as run_reshard
 
     options = ReshardOptions(row_group_mb=row_group_mb, compression=compression, dry_run=dry_run,
@@ -62,10 +68,4 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
     except KeyboardInterrupt:
         fail("interrupted: each data file is either its original or its complete, verified rewrite; "
              "run again to finish", status=130)
-    if fmt == "json":
-        render_json(run, sys.stdout)
-        for line in errors(run):
-            click.echo(f"lrtool: error: {line}", err=True)
-    else:
-        render_text(run, sys.stdout)
-    sys.exit(exit_status(run))
+    finish(run, fmt)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+
 import sys
 
 import click
 
-from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, finish, format_option
 from lerobot_tools.errors import LrtoolError
 
 
@@ -51,7 +52,7 @@ def smoke(target, loader, batches, batch_size, num_workers, world_size, seed, fm
 
     Exit status: 0 all checks passed, 1 a check failed (or validate found blocking errors), 2 could not run.
     """
-    from lerobot_tools.smoke import SmokeOptions, exit_status, render_json, render_text, smoke as run_smoke
+    from lerobot_tools.smoke import SmokeOptions, SmokeRun, smoke as run_smoke
 
     options = SmokeOptions(
         loaders=("map", "stream") if loader == "all" else (loader,),
@@ -76,8 +77,4 @@ def smoke(target, loader, batches, batch_size, num_workers, world_size, seed, fm
         reports = run_smoke([target], options)
     except LrtoolError as exc:
         fail(str(exc))
-    if fmt == "json":
-        render_json(reports, sys.stdout)
-    else:
-        render_text(reports, sys.stdout)
-    sys.exit(exit_status(reports))
+    finish(SmokeRun(reports), fmt)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from lerobot_tools.commands._common import FiniteFloatRange, fail, format_option, jobs_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, finish, format_option, jobs_option
 from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
@@ -45,7 +44,7 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
     """
     from lerobot_tools.checks.catalogue import expand_selection
     from lerobot_tools.checks.engine import ValidateOptions
-    from lerobot_tools.report import exit_status, render_json, render_text
+    from lerobot_tools.report import ValidateResult
     from lerobot_tools.validate import apply_baseline, record_baseline, validate as run_validate
 
     try:
@@ -66,11 +65,7 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
             apply_baseline(reports, baseline)
     except LrtoolError as exc:
         fail(str(exc))
-    if fmt == "json":
-        render_json(reports, sys.stdout)
-    else:
-        render_text(reports, sys.stdout, color=sys.stdout.isatty())
-    sys.exit(exit_status(reports))
+    finish(ValidateResult(reports), fmt)
 
 
 def _run_distributed(dist, targets, options, fmt, baseline, write_baseline):

@@ -20,7 +20,7 @@ Pipeline (behind ``lrtool diagnose-decode``; decision logic from lrtool's video-
    AV1-capable GPU generation; re-download for missing/placeholder/truncated files.
 
 Results are dataclasses with ``to_dict`` (JSON) and :func:`render_text`.
-Exit status (:meth:`Diagnosis.exit_status`): 1 when the requested device cannot decode (no GPU, CPU-only
+Exit status (:attr:`Diagnosis.exit_status`): 1 when the requested device cannot decode (no GPU, CPU-only
 torch or torchcodec ...), when a target cannot be read, or when a video is missing/placeholder/truncated/
 undecodable; else 0. NVDEC "not decodable" verdicts are warnings (the data still loads, on the CPU).
 

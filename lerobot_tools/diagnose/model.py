@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from lerobot_tools.errors import UsageError
 from lerobot_tools.findings import MAX_EXAMPLE_PATHS
@@ -276,9 +276,20 @@ class Diagnosis:
     datasets: list[DatasetDiagnosis] = field(default_factory=list)
     seconds: float = 0.0
 
+    @property
     def exit_status(self) -> int:
         """1 when the requested device cannot decode or any dataset has an error-level problem, else 0."""
         return 1 if self.device_problem or any(d.has_errors for d in self.datasets) else 0
+
+    def render_text(self, out: IO[str], *, color: bool = False) -> None:
+        """The human report (:func:`lerobot_tools.diagnose.render.render_text`)."""
+        from lerobot_tools.diagnose.render import render_text
+
+        render_text(self, out, color=color)
+
+    def error_lines(self) -> list[str]:
+        """The one line for stderr: why the requested device cannot decode, if it cannot."""
+        return [self.device_problem] if self.device_problem else []
 
     def summary(self) -> dict:
         """Totals: datasets, stream groups by verdict, unusable files, problems by severity, formats."""

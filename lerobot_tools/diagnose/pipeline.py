@@ -280,7 +280,7 @@ def diagnose(target_args: list[str], options: DiagnoseOptions | None = None, *, 
     """Diagnose decoding for TARGET arguments (folders, repo ids, mixture files).
 
     Returns:
-        A :class:`Diagnosis`; :meth:`Diagnosis.exit_status` gives the CLI exit status.
+        A :class:`Diagnosis`; :attr:`Diagnosis.exit_status` is the CLI exit status.
 
     Raises:
         UsageError: bad ``device`` or ``frames``/``target_fps``, unknown ``gpu`` model, unreadable mixture file.

@@ -68,7 +68,8 @@ def repair_targets(target_args: Iterable[str], options: RepairOptions | None = N
         if dup is not None:
             continue
         try:
-            run.results.append(undo_target(t, dry_run=dry_run) if undo else repair_target(t, options, dry_run=dry_run))
+            run.results.append(undo_target(t, dry_run=dry_run, lock_timeout=options.lock_timeout) if undo
+                               else repair_target(t, options, dry_run=dry_run))
         except (LrtoolError, OSError) as exc:
             raise LrtoolError(f"{t.spec}: {exc}") from None
     return run

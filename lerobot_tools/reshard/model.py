@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from lerobot_tools.errors import LrtoolError
 
@@ -247,6 +247,32 @@ class ReshardRun:
     def files(self) -> list[FileResult]:
         """Every file result, dataset by dataset."""
         return [f for d in self.datasets for f in d.files]
+
+    # the command result protocol (lerobot_tools.exitcodes.CommandResult); the reporters live in .render
+    @property
+    def exit_status(self) -> int:
+        """0 = every file resharded, conforming or planned; 1 = a file or a dataset failed."""
+        from lerobot_tools.reshard.render import exit_status
+
+        return exit_status(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document (:func:`lerobot_tools.reshard.render.to_json`)."""
+        from lerobot_tools.reshard.render import to_json
+
+        return to_json(self)
+
+    def render_text(self, out: IO[str], *, color: bool = False) -> None:
+        """The human report (:func:`lerobot_tools.reshard.render.render_text`; no colours)."""
+        from lerobot_tools.reshard.render import render_text
+
+        render_text(self, out)
+
+    def error_lines(self) -> list[str]:
+        """One line per failed dataset or file (:func:`lerobot_tools.reshard.render.errors`)."""
+        from lerobot_tools.reshard.render import errors
+
+        return list(errors(self))
 
     def summary(self) -> dict[str, Any]:
         """Counts and byte totals over the run."""

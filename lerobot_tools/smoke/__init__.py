@@ -32,6 +32,7 @@ from lerobot_tools.smoke.model import (
     ORDER_CHECK_MAX_FRAMES,
     SmokeOptions,
     SmokeReport,
+    SmokeRun,
     TOLERATED,
 )
 from lerobot_tools.smoke.monitor import RssMonitor
@@ -46,6 +47,7 @@ __all__ = [
     "RssMonitor",
     "SmokeOptions",
     "SmokeReport",
+    "SmokeRun",
     "TOLERATED",
     "exit_status",
     "loader_error_line",

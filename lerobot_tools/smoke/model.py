@@ -4,7 +4,7 @@ which validate findings do not stop it (:data:`TOLERATED`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from lerobot_tools.report import DatasetReport, Finding
 
@@ -141,3 +141,30 @@ class SmokeReport:
             "peak_pss_bytes": self.peak_pss_bytes,
             "seconds": round(self.seconds, 3),
         }
+
+
+@dataclass
+class SmokeRun:
+    """What ``lrtool smoke`` ends with (:class:`lerobot_tools.exitcodes.CommandResult`): one
+    :class:`SmokeReport` per target."""
+
+    reports: list[SmokeReport]
+
+    @property
+    def exit_status(self) -> int:
+        """0 when every target passed, else 1."""
+        from lerobot_tools.smoke.render import exit_status
+
+        return exit_status(self.reports)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document (:func:`lerobot_tools.smoke.render.to_dict`)."""
+        from lerobot_tools.smoke.render import to_dict
+
+        return to_dict(self.reports)
+
+    def render_text(self, out: IO[str], *, color: bool = False) -> None:
+        """The human report (:func:`lerobot_tools.smoke.render.render_text`; no colours)."""
+        from lerobot_tools.smoke.render import render_text
+
+        render_text(self.reports, out)

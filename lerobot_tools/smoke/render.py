@@ -74,12 +74,16 @@ def _check_line(c: CheckResult, prefix: str) -> str:
     return f"  {tag:<5} {prefix}{c.name}: {c.detail}\n"
 
 
-def render_json(reports: list[SmokeReport], out: IO[str]) -> None:
-    """One JSON document: ``datasets`` (per target, with the validate report embedded) and ``summary``."""
-    doc = {
+def to_dict(reports: list[SmokeReport]) -> dict:
+    """The JSON document: ``datasets`` (per target, with the validate report embedded) and ``summary``."""
+    return {
         "datasets": [r.to_dict() for r in reports],
         "summary": {"datasets": len(reports), "failed": sum(1 for r in reports if r.failed),
                     "blocked": sum(1 for r in reports if r.blocked), "exit_status": exit_status(reports)},
     }
-    json.dump(doc, out, indent=2, ensure_ascii=False)
+
+
+def render_json(reports: list[SmokeReport], out: IO[str]) -> None:
+    """One JSON document (:func:`to_dict`)."""
+    json.dump(to_dict(reports), out, indent=2, ensure_ascii=False)
     out.write("\n")
