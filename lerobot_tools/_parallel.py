@@ -3,7 +3,8 @@ files in a thread pool.
 
 The one process pool of lrtool: validate and diagnose-decode map over datasets, reshard over data files
 (weighted by size, with byte progress). Workers are forked (cheap on Linux, no re-import); results come back
-in input order; the bar goes to stderr and is shown by default only on a terminal.
+in input order; the bar goes to stderr and is shown by default only on a terminal. Ctrl-C, SIGTERM or a
+failing item stop the workers cleanly (:mod:`lerobot_tools._signals`); workers also stop when the parent dies.
 
 :func:`thread_map` is the per-file thread pool (validate reads footers and probes videos with it): the reads
 overlap their I/O waits, and pyarrow reads a footer without holding the GIL.
@@ -14,6 +15,8 @@ from __future__ import annotations
 import os
 import sys
 from typing import Callable, Iterable, Iterator, TypeVar
+
+from lerobot_tools._signals import init_worker, run_in_worker
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -66,17 +69,22 @@ def map_ordered(fn: Callable[[T], R], items: Iterable[T], *, jobs: int = 1, desc
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
             ctx = mp.get_context("fork") if hasattr(os, "fork") else None
-            with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
-                futures = {pool.submit(fn, x): i for i, x in enumerate(work)}
-                for fut in as_completed(futures):
-                    i = futures[fut]
-                    try:
-                        out[i] = fut.result()
-                    except Exception as exc:
-                        if on_worker_error is None:
-                            raise
-                        out[i] = on_worker_error(work[i], exc)
-                    bar.update(weights[i])
+            with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx, initializer=init_worker,
+                                     initargs=(os.getpid(),)) as pool:
+                try:
+                    futures = {pool.submit(run_in_worker, fn, x): i for i, x in enumerate(work)}
+                    for fut in as_completed(futures):
+                        i = futures[fut]
+                        try:
+                            out[i] = fut.result()
+                        except Exception as exc:
+                            if on_worker_error is None:
+                                raise
+                            out[i] = on_worker_error(work[i], exc)
+                        bar.update(weights[i])
+                except BaseException:  # Ctrl-C, SIGTERM, or an item's exception: stop the workers first
+                    _stop_workers(pool)
+                    raise
         else:
             for i, x in enumerate(work):
                 if inline is None:
@@ -170,3 +178,22 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int | None 
 
 
 _END = object()
+
+
+#: Seconds a worker gets to unwind its item (remove its temporary file) after SIGTERM before it is killed.
+STOP_GRACE_S = 10.0
+
+
+def _stop_workers(pool) -> None:
+    """Cancel queued items and send every worker SIGTERM (:mod:`lerobot_tools._signals`: the item being
+    processed unwinds, then the worker exits); kill a worker still alive after :data:`STOP_GRACE_S`."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # CPython keeps them here; no public API
+    pool.shutdown(wait=False, cancel_futures=True)  # (drops pool._processes)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(STOP_GRACE_S)
+        if p.is_alive():
+            p.kill()
+            p.join()

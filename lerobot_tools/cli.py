@@ -2,8 +2,10 @@
 
 Each subcommand lives in its own module and is imported only when invoked, so ``lrtool --help`` and
 ``lrtool validate`` never import torch, torchcodec or datasets. Commands only parse options and call
-library functions; they print through the reporters and return explicit exit statuses:
-0 = no errors, 1 = errors found (or an action failed), 2 = the tool could not run.
+library functions and end through :func:`lerobot_tools.commands._common.finish`, with the statuses of
+:mod:`lerobot_tools.exitcodes`: 0 = no errors, 1 = errors found (or an action failed), 2 = the tool could not
+run, 130 = interrupted (Ctrl-C), 143 = terminated (SIGTERM); a signal is handled the same way for every command
+(:mod:`lerobot_tools._signals`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 
 import click
 
-from lerobot_tools import __version__
+from lerobot_tools import __version__, exitcodes
 
 # name -> (module, attribute, one-line help shown by `lrtool --help` without importing the module)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -46,6 +48,21 @@ class LazyGroup(click.Group):
             raise
         return getattr(module, attr)
 
+    def invoke(self, ctx: click.Context):
+        """Run the subcommand; Ctrl-C and SIGTERM end it with one line and exit 130 / 143."""
+        from lerobot_tools._signals import exit_status_for, sigterm_raises
+
+        try:
+            with sigterm_raises():
+                return super().invoke(ctx)
+        except KeyboardInterrupt as exc:  # also _signals.Terminated: every cleanup has run on the way here
+            status = exit_status_for(exc)
+            cmd = self.get_command(ctx, ctx.invoked_subcommand or "") if ctx.invoked_subcommand else None
+            note = getattr(cmd, "interrupt_note", None)
+            what = "terminated (SIGTERM)" if status == exitcodes.TERMINATED else "interrupted"
+            click.echo(f"lrtool: {what}" + (f": {note}" if note else ""), err=True)
+            sys.exit(status)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, _, help_) in COMMANDS.items()]
         with formatter.section("Commands"):
@@ -58,7 +75,8 @@ def cli() -> None:
     """lrtool keeps LeRobot datasets, and mixtures of hundreds of them, healthy before training.
 
     Offline: targets are dataset folders, repo ids found in the local caches, or mixture files.
-    Exit status: 0 no errors, 1 errors found, 2 the tool could not run.
+    Exit status: 0 no errors, 1 errors found, 2 the tool could not run, 130 interrupted (Ctrl-C),
+    143 terminated (SIGTERM).
     """
 
 

@@ -732,3 +732,66 @@ def test_sigkill_at_any_moment_never_loses_data(tmp_path, kill_source):
     _, _, temps = _check_after_kill(root, src_hashes, src_tables)
     _rerun_completes(root, temps, src_tables)
     print("random-delay kills (delay s, originals, resharded, temps):", outcomes)
+
+
+# ----------------------------------------------------------------------------------------------
+# SIGTERM (a scheduler's time limit, `kill`): handled like Ctrl-C
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig,jobs", [(signal.SIGTERM, "1"), (signal.SIGTERM, "2"), (signal.SIGINT, "2")])
+def test_sigterm_exits_143_with_one_line_no_temp_files_originals_intact(tmp_path, kill_source, sig, jobs):
+    """SIGTERM exits 143, Ctrl-C (SIGINT) 130; either way one line, no temporary file, originals intact."""
+    src, src_hashes, src_tables = kill_source
+    root = tmp_path / "ds"
+    shutil.copytree(src, root)
+    data_dir = root / "data/chunk-000"
+    proc = subprocess.Popen([sys.executable, "-m", "lerobot_tools", "reshard", str(root), "--no-progress", "--jobs", jobs],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not any(n.startswith(TMP_PREFIX) for n in os.listdir(data_dir)):  # a rewrite is under way
+            assert proc.poll() is None and time.monotonic() < deadline, "no temporary file appeared"
+            time.sleep(0.0005)
+        proc.send_signal(sig)  # the lrtool process only: its workers must stop with it
+        _, err = proc.communicate(timeout=60)
+    finally:
+        _kill(proc)
+    assert proc.returncode == (143 if sig == signal.SIGTERM else 130)
+    lines = err.decode().splitlines()
+    what = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted"
+    assert lines == [f"lrtool: {what}: each data file is either its original or its complete, "
+                     "verified rewrite; run again to finish"], lines
+    n_orig, n_new, temps = _check_after_kill(root, src_hashes, src_tables)
+    assert temps == [] and n_orig >= 1  # the interrupted rewrite removed its temporary file
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)  # no worker process outlived the run
+    _rerun_completes(root, [], src_tables)
+
+
+def test_workers_stop_when_the_parent_dies(tmp_path, kill_source):
+    src, src_hashes, src_tables = kill_source
+    root = tmp_path / "ds"
+    shutil.copytree(src, root)
+    data_dir = root / "data/chunk-000"
+    proc = _spawn(root, "--jobs", "2")
+    try:
+        deadline = time.monotonic() + 30
+        while not any(n.startswith(TMP_PREFIX) for n in os.listdir(data_dir)):
+            assert proc.poll() is None and time.monotonic() < deadline, "no temporary file appeared"
+            time.sleep(0.0005)
+        proc.kill()  # SIGKILL to the parent only: no handler runs there
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while True:  # the workers get SIGTERM from the kernel (parent-death signal) and exit
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, "worker processes outlived their parent"
+            time.sleep(0.05)
+    finally:
+        _kill(proc)
+    n_orig, n_new, temps = _check_after_kill(root, src_hashes, src_tables)
+    assert temps == [] and n_orig >= 1  # each worker unwound its rewrite and removed its temporary file
+    _rerun_completes(root, [], src_tables)

@@ -3,7 +3,8 @@ one-line fatal errors, and the one command ending.
 
 Every command ends the same way (:func:`finish`): the result (:class:`lerobot_tools.exitcodes.CommandResult`)
 is printed as text or as one JSON document on stdout, its error lines go to stderr, and the process exits
-with its status.
+with its status. A run stopped by Ctrl-C or SIGTERM ends in :meth:`lerobot_tools.cli.LazyGroup.invoke`
+(:mod:`lerobot_tools._signals`).
 """
 
 from __future__ import annotations
@@ -71,3 +72,13 @@ def finish(result: Any, fmt: str, *, render: Callable[[Any, IO[str]], None] | No
     for line in getattr(result, "error_lines", lambda: [])():
         click.echo(f"lrtool: error: {line}", err=True)
     sys.exit(result.exit_status)
+
+
+def interrupt_note(note: str) -> Callable[[click.Command], click.Command]:
+    """Decorate a command with what a Ctrl-C/SIGTERM leaves behind, printed after ``lrtool: interrupted``."""
+
+    def deco(cmd: click.Command) -> click.Command:
+        cmd.interrupt_note = note  # type: ignore[attr-defined]
+        return cmd
+
+    return deco

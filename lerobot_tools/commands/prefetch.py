@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from lerobot_tools.commands._common import FiniteFloatRange, fail, finish, format_option
+from lerobot_tools.commands._common import FiniteFloatRange, fail, finish, format_option, interrupt_note
 from lerobot_tools.commands._distributed import distributed_options
 
 
+@interrupt_note("files already renamed into place are complete; partial downloads were discarded")
 @click.command()
 @click.argument("mixture", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--local-dir-root", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -61,7 +62,8 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, 
     task takes --budget-fraction divided by the tasks running at once, so the whole run stays within the
     Hub's per-address limits; the lock file is written once, when the parts are merged.
 
-    Exit status: 0 every entry complete, 1 some entry incomplete, 2 the tool could not run.
+    Exit status: 0 every entry complete, 1 some entry incomplete, 2 the tool could not run, 130/143
+    interrupted by Ctrl-C/SIGTERM.
     """
     from lerobot_tools.errors import LrtoolError
     from lerobot_tools.prefetch.report import render_text
@@ -88,6 +90,4 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, 
         report = run_prefetch(mixture, options)
     except LrtoolError as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
-        fail("interrupted (files already renamed into place are complete; partial downloads were discarded)", 1)
     finish(report, fmt, render=render_text)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import click
 
-from lerobot_tools.commands._common import fail, finish, format_option, lock_timeout_option
+from lerobot_tools.commands._common import fail, finish, format_option, interrupt_note, lock_timeout_option
 from lerobot_tools.commands._distributed import distributed_options
 
 
+@interrupt_note("a repair stopped mid-way was rolled back from its backup")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--dry-run", is_flag=True, help="Show what would change (unified diff of JSON files, parquet columns "
@@ -39,7 +40,7 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, fmt, lock_
     never split); `lrtool report` prints the reports in target order.
 
     Exit status: 0 every repairable finding fixed and no errors remain; 1 errors remain, or a repair failed
-    or was rolled back; 2 the tool could not run.
+    or was rolled back; 2 the tool could not run; 130/143 interrupted by Ctrl-C/SIGTERM.
     """
     from lerobot_tools.checks.catalogue import expand_selection
     from lerobot_tools.errors import LrtoolError

@@ -10,6 +10,7 @@ from lerobot_tools.commands._common import (
     fail,
     finish,
     format_option,
+    interrupt_note,
     jobs_option,
     lock_timeout_option,
 )
@@ -17,6 +18,7 @@ from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
+@interrupt_note("each data file is either its original or its complete, verified rewrite; run again to finish")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--row-group-mb", type=FiniteFloatRange(min=0, min_open=True), default=32.0, show_default=True,
@@ -45,7 +47,8 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
     --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
 
     Exit status: 0 every file resharded or already conforming, 1 a file or dataset failed (it is
-    left untouched; the others are still processed), 2 the tool could not run.
+    left untouched; the others are still processed), 2 the tool could not run, 130/143 interrupted by
+    Ctrl-C/SIGTERM (temporary files removed, every file its original or its verified rewrite).
     """
     from lerobot_tools.reshard import ReshardOptions
     from lerobot_tools.reshard import reshard as run_reshard
@@ -65,7 +68,4 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
         run = run_reshard(targets, options, jobs=jobs, progress=progress)
     except LrtoolError as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
-        fail("interrupted: each data file is either its original or its complete, verified rewrite; "
-             "run again to finish", status=130)
     finish(run, fmt)

@@ -1,0 +1,95 @@
+"""One Ctrl-C / SIGTERM policy for every command and its worker processes.
+
+* In the ``lrtool`` process, SIGTERM (``kill``, a batch scheduler's time limit) is raised as
+  :class:`Terminated`, a :class:`KeyboardInterrupt`, so it unwinds exactly like Ctrl-C: every
+  ``finally`` and every ``except BaseException`` cleanup runs (temporary files of atomic writes are removed,
+  repair restores its backup), then the CLI prints one line and exits 130 (SIGINT) or 143 (SIGTERM)
+  (:mod:`lerobot_tools.exitcodes`).
+* Worker processes (:func:`lerobot_tools._parallel.map_ordered`) ignore SIGINT (the parent decides), stop
+  the item they are working on when sent SIGTERM (the same unwinding, then they exit), exit at once when
+  idle, and are sent SIGTERM by the kernel when the parent dies (Linux ``PR_SET_PDEATHSIG``, prctl(2)).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from typing import Callable, Iterator, TypeVar
+
+from lerobot_tools import exitcodes
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received: handled like Ctrl-C, exit status 143."""
+
+
+def exit_status_for(exc: BaseException) -> int:
+    """143 for :class:`Terminated`, 130 for any other :class:`KeyboardInterrupt`."""
+    return exitcodes.TERMINATED if isinstance(exc, Terminated) else exitcodes.INTERRUPTED
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` in the main thread (the previous handler is
+    restored afterwards). Outside the main thread this does nothing (Python only allows handlers there)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# ---------------------------------------------------------------------------------------------- workers
+_busy = False
+_stopping = False
+
+
+def _worker_sigterm(signum, frame) -> None:
+    global _stopping
+    if _stopping:  # already unwinding: a second SIGTERM (the pool terminates the other workers when one exits)
+        return     # must not interrupt the cleanup of the first
+    _stopping = True
+    if _busy:
+        raise Terminated()  # unwind the item: its cleanups run, then the worker exits (see run_in_worker)
+    os._exit(exitcodes.TERMINATED)
+
+
+def init_worker(parent_pid: int) -> None:
+    """Process-pool initializer: ignore SIGINT, stop on SIGTERM, get SIGTERM when the parent dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _worker_sigterm)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            PR_SET_PDEATHSIG = 1
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(exitcodes.TERMINATED)
+
+
+def run_in_worker(fn: Callable[[T], R], item: T) -> R:
+    """Run one pool item; after a SIGTERM the worker takes no further item."""
+    global _busy
+    if _stopping:
+        os._exit(exitcodes.TERMINATED)
+    _busy = True
+    try:
+        return fn(item)
+    finally:
+        _busy = False
+        if _stopping:
+            os._exit(exitcodes.TERMINATED)
