@@ -83,6 +83,37 @@ def group_problems(problems: list[Problem]) -> list[Problem]:
     return out
 
 
+#: validate checks whose errors diagnose-decode reports too: info.json itself (family I), the metadata that says
+#: which video files exist and what they hold (unreadable episode metadata is reported where the files are listed).
+METADATA_CHECKS = ("I",)
+
+
+def _metadata_problems(ds, target: Target) -> list[Problem]:
+    """validate's errors about info.json (:data:`METADATA_CHECKS`), as problems.
+
+    A broken ``info.json`` (features null, fps not a frame rate, unknown ``codebase_version``, bad ``chunks_size``)
+    makes every loader fail before it decodes a frame, so it is an error here as in ``lrtool validate``, with
+    validate's check ID and message.
+    """
+    from lerobot_tools.checks import info
+    from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
+    from lerobot_tools.checks.observer import FileObserver
+
+    ctx = CheckContext(target, ValidateOptions(), FileObserver())
+    ctx.dataset = ds
+    try:
+        info.run(ctx)
+    except StopChecks:
+        pass
+    out = []
+    for f in group_findings([f for f in ctx.findings if f.severity == ERROR and f.check.startswith(METADATA_CHECKS)]):
+        out.append(Problem(ERROR, catalogue_entry(f.check).name, f.message,
+                           f.paths or ([f.path] if f.path else []), f.count, check=f.check,
+                           action="run `lrtool validate` on the dataset (and `lrtool repair` where it is repairable): "
+                                  "loaders fail on this metadata before decoding a frame"))
+    return out
+
+
 def _unreadable_problem(exc: DatasetError, raw: list[Problem], placeholders: dict, fetch: str) -> None:
     """A metadata file that cannot be read, as validate reports it: a placeholder by F004/F005/F006 naming what
     it is, anything else by C007 (the episode metadata) or I002 (info.json)."""
@@ -215,6 +246,7 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
         dd.problems.append(Problem(ERROR, "target", f"cannot diagnose: {exc}"))
         return dd
     dd.video_keys = keys
+    dd.problems.extend(_metadata_problems(ds, target))
     if not keys:
         dd.notes.append("no video features in info.json: nothing to decode")
         return dd
