@@ -416,3 +416,54 @@ def test_pickled_dataset_reads_the_same_frames(v30, cache):
     assert len(clone._decoders) == 0
     for i in (0, 8, 20, 34):
         assert frame_id(clone[i]["observation.images.front"]) == frame_id(ds[i]["observation.images.front"])
+
+
+def test_images_written_by_lerobot_decode_as_a_container_decodes_them(tmp_path):
+    """fixtures/real/images-*: PNG bytes written by lerobot 0.4.4; the reused decoder context gives the same
+    pixels as opening each image as its own container."""
+    import io
+
+    import av
+
+    root = REPO / "fixtures" / "real" / "images-pandas3"
+    if not root.is_dir():
+        pytest.skip("fixtures/real/images-pandas3 not present")
+    ds = FrameDataset(root, cache_dir=tmp_path / "c", frames_dtype="uint8")
+    keys = [k for k, v in ds.features.items() if v.get("dtype") == "image"]
+    assert keys
+    samples = ds.__getitems__(list(range(min(len(ds), 24))))
+    t = pq.read_table(sorted((root / "data").rglob("*.parquet"))[0], columns=keys)
+    for k in keys:
+        for i, s in enumerate(samples[: t.num_rows]):
+            with av.open(io.BytesIO(t.column(k)[i].as_py()["bytes"])) as c:
+                want = next(c.decode(video=0)).to_ndarray(format="rgb24")
+            np.testing.assert_array_equal(s[k].permute(1, 2, 0).numpy(), want)
+
+
+@pytest.mark.parametrize("codec,pix_fmt", [("png", "rgb24"), ("mjpeg", "yuvj420p")])
+def test_image_decoder_matches_a_container_decode_and_keeps_no_state(codec, pix_fmt):
+    import io
+
+    import av
+
+    from lerobot_tools.loaders.frames import _decode_image
+
+    def encode(img):
+        buf = io.BytesIO()
+        with av.open(buf, "w", format="image2pipe") as c:
+            s = c.add_stream(codec)
+            s.width, s.height, s.pix_fmt = 32, 48, pix_fmt
+            for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24").reformat(format=pix_fmt)):
+                c.mux(p)
+            for p in s.encode(None):
+                c.mux(p)
+        return buf.getvalue()
+
+    imgs = [frame_pixels(e, f, 48, 32) for e, f in [(0, 0), (3, 7), (1, 2)]]
+    for img in imgs * 2:  # the same images again: nothing carried over from the previous decode
+        data = encode(img)
+        with av.open(io.BytesIO(data)) as c:
+            want = next(c.decode(video=0)).to_ndarray(format="rgb24")
+        got = _decode_image(data)
+        np.testing.assert_array_equal(got, want)
+        assert read_frame_id(got) == read_frame_id(img)
