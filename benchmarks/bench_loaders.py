@@ -19,8 +19,27 @@ Prints (nothing is asserted; targets are printed next to the figures):
    and iteration throughput. Targets: < 1 s, < 50 MB, < 10 ms. The stream's resume (O(position) plan
    replay) is printed at 10^7 frames for honesty.
 
+4. **Construction and throughput, lrtool vs upstream ``LeRobotDataset``**, on the same v3.0 datasets (h264
+   video, AV1 video, images stored in the parquet), each measurement in a fresh process: construction on a
+   cold cache (the parquet is converted) and on a warm one (the training case: every rank and restart),
+   then random samples through a DataLoader (batch 8, 2 workers): first-batch latency and samples/s.
+   Both loaders are timed after their imports (torch, pandas, av, torchcodec for lrtool, which imports
+   ``datasets`` only to build a cold cache; ``lerobot`` for upstream, which imports torch, pandas and
+   datasets itself and torchcodec on the first decode); import times are printed separately. Upstream
+   runs from the interpreter given by ``--upstream-python`` (default ``$LRTOOL_UPSTREAM_PYTHON``, else
+   ``.venv-lerobot/bin/python`` of this checkout, made by ``scripts/install.sh``; lerobot 0.4.4, imported
+   through ``scripts/upstream_env.py``); when it is missing its rows are skipped with the reason printed.
+   Targets: construction (warm) <= upstream, samples/s >= 1.1x upstream.
+5. **MixtureDataset over ``--mixture-datasets`` (default 100) small synthetic datasets** (v3.0 / v2.1
+   alternating, one 32x32 h264 camera, copies of two templates), weights 1..4: construction cold and warm
+   (fresh processes), first-batch latency and samples/s through a DataLoader (batch 8, 2 workers,
+   weighted EpisodeAwareSampler), peak RSS of the process tree, and the RSS growth per dataset with every
+   dataset opened in one process (the worst case of a worker that reads them all). Targets: warm
+   construction < 10 s; growth < 2 MB per dataset.
+
 Usage: python benchmarks/bench_loaders.py [--workdir DIR] [--small-gb 0.2] [--big-gb 2] [--samples 20000]
-       [--skip-rss] [--skip-video] [--skip-sampler] [--keep]
+       [--skip-rss] [--skip-video] [--skip-sampler] [--skip-construction] [--skip-mixture]
+       [--mixture-datasets 100] [--upstream-python PY] [--keep]
 Needs torch, torchcodec, datasets; writes about 2 x (small + big) GB under --workdir (default $TMPDIR),
 checks the free space first, and deletes everything unless --keep.
 """
@@ -288,12 +307,285 @@ def bench_sampler() -> None:
           f"{time.perf_counter() - t0:.2f} s; O(position))")
 
 
+# ---------------------------------------------------------------------- 4. construction vs upstream
+UPSTREAM_DEFAULT = str(Path(__file__).resolve().parents[1] / ".venv-lerobot" / "bin" / "python")
+
+
+def child_construct(loader: str, root: str, cache: str, batches: int) -> dict:
+    """Fresh process: import, construct (timed), then ``batches`` random batches of 8 with 2 workers."""
+    out: dict = {"loader": loader}
+    t0 = time.perf_counter()
+    if loader == "upstream":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+        from upstream_env import load_lerobot_dataset_class  # lerobot 0.4.4 importable beside CPU torch
+
+        LeRobotDataset = load_lerobot_dataset_class()
+        out["import_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        ds = LeRobotDataset("bench/local", root=root)
+        collate = None
+    else:
+        import av  # noqa: F401  (images in parquet; upstream's import loads it too)
+        import pandas  # noqa: F401  (pyarrow's to_numpy imports it on first use; upstream's import does too)
+        import torch  # noqa: F401
+        import torchcodec.decoders  # noqa: F401
+        from lerobot_tools.loaders import FrameDataset, collate_frames
+
+        out["import_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        ds = FrameDataset(root, cache_dir=cache)
+        collate = collate_frames
+    out["construct_s"] = time.perf_counter() - t1
+    out["frames"] = len(ds)
+    if batches:
+        import torch
+        from torch.utils.data import DataLoader, RandomSampler
+
+        g = torch.Generator().manual_seed(0)
+        loader_ = DataLoader(ds, batch_size=8, sampler=RandomSampler(ds, generator=g), num_workers=2,
+                             collate_fn=collate)
+        it = iter(loader_)
+        t2 = time.perf_counter()
+        next(it)
+        out["first_batch_s"] = time.perf_counter() - t2
+        t3 = time.perf_counter()
+        n = 0
+        for _ in range(batches):
+            try:
+                b = next(it)
+            except StopIteration:
+                break
+            n += len(b["index"])
+        out["samples_per_s"] = n / (time.perf_counter() - t3)
+        del it
+    out["peak_rss_mb"] = _status_kb("VmHWM") / 1024
+    return out
+
+
+def _images_in_parquet(src: Path, dst: Path) -> None:
+    """Copy a v3.0 video dataset with its camera stored as PNG images in the parquet (``dtype: image``)."""
+    import io
+
+    import av
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lerobot_tools.testing.synth import frame_pixels
+
+    shutil.copytree(src, dst)
+    info = json.loads((dst / "meta/info.json").read_text())
+    key = next(k for k, v in info["features"].items() if v["dtype"] == "video")
+    ft = info["features"][key]
+    h, w = ft["shape"][0], ft["shape"][1]
+    ft["dtype"] = "image"
+    ft.pop("info", None)
+    info["video_path"] = None
+    info["total_videos"] = 0
+    (dst / "meta/info.json").write_text(json.dumps(info, indent=4))
+    shutil.rmtree(dst / "videos")
+
+    def png(img: np.ndarray) -> bytes:
+        frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+        buf = io.BytesIO()
+        with av.open(buf, "w", format="image2pipe") as c:
+            s = c.add_stream("png")
+            s.width, s.height, s.pix_fmt = w, h, "rgb24"
+            for p in s.encode(frame):
+                c.mux(p)
+            for p in s.encode(None):
+                c.mux(p)
+        return buf.getvalue()
+
+    for f in sorted((dst / "data").rglob("*.parquet")):
+        t = pq.read_table(f)
+        eps, frs = t.column("episode_index").to_pylist(), t.column("frame_index").to_pylist()
+        col = pa.array([{"bytes": png(frame_pixels(e, fr, h, w)), "path": None} for e, fr in zip(eps, frs)],
+                       pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+        t = t.append_column(key, col)
+        md = dict(t.schema.metadata or {})
+        hf = json.loads(md[b"huggingface"])
+        hf["info"]["features"][key] = {"_type": "Image"}
+        md[b"huggingface"] = json.dumps(hf).encode()
+        pq.write_table(t.replace_schema_metadata(md), f)
+
+
+def bench_construction(work: Path, upstream: str | None, batches: int, episodes: int) -> None:
+    from lerobot_tools.testing import synth
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
+
+    print("\n== 4. Construction and throughput, lrtool FrameDataset vs upstream LeRobotDataset (fresh process "
+          f"each; {episodes} episodes x 100 frames, 320x240 25 fps; DataLoader batch 8, 2 workers, {batches} random "
+          "batches)")
+    full_stats = synth._image_stats
+    synth._image_stats = lambda frames, quantiles: full_stats(frames[:, ::8, ::8], quantiles)
+    try:
+        spec = dict(version="v3.0", episode_lengths=[100] * episodes, episodes_per_file=5, fps=25,
+                    video_size=(240, 320))
+        roots = {"h264": build_dataset(work / "c_h264", SynthSpec(video_codec="h264", **spec)),
+                 "av1": build_dataset(work / "c_av1", SynthSpec(video_codec="av1", **spec))}
+        _images_in_parquet(roots["h264"], work / "c_images")
+        roots["images"] = work / "c_images"
+    finally:
+        synth._image_stats = full_stats
+    reason = None
+    if upstream is None or not Path(upstream).exists():
+        reason = f"upstream interpreter {upstream} not found (lerobot 0.4.4 side venv)"
+    else:
+        r = subprocess.run([upstream, "-c", "import lerobot, sys; print(lerobot.__version__)"], capture_output=True,
+                           text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        if r.returncode != 0:
+            reason = f"{upstream} cannot import lerobot"
+        else:
+            print(f"  upstream: lerobot {r.stdout.strip()} ({upstream})")
+    if reason:
+        print(f"  upstream rows skipped: {reason}")
+    print(f"  {'data':<7} {'loader':<9} {'import s':>8} {'cold s':>7} {'warm s':>7} {'1st batch s':>11} "
+          f"{'samples/s':>9} {'peak RSS':>9}")
+    for name, root in roots.items():
+        rows = {}
+        for loader in ("lrtool", "upstream"):
+            if loader == "upstream" and reason:
+                continue
+            cache = work / f"cache_{name}_{loader}"
+            env = {**os.environ, "HF_DATASETS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+            py = upstream if loader == "upstream" else sys.executable
+            try:
+                cold = run_child_with(py, env, "construct", loader, str(root), str(cache), "0")
+                warm = run_child_with(py, env, "construct", loader, str(root), str(cache), str(batches))
+            except SystemExit as exc:
+                print(f"  {name:<7} {loader:<9} failed: {exc}")
+                continue
+            rows[loader] = warm
+            print(f"  {name:<7} {loader:<9} {warm['import_s']:>8.2f} {cold['construct_s']:>7.2f} "
+                  f"{warm['construct_s']:>7.3f} {warm['first_batch_s']:>11.2f} {warm['samples_per_s']:>9.1f} "
+                  f"{warm['peak_rss_mb']:>7.0f}MB")
+        if len(rows) == 2:
+            a, b = rows["lrtool"], rows["upstream"]
+            print(f"  {name:<7} lrtool/upstream: construction (warm) {a['construct_s'] / b['construct_s']:.2f}x "
+                  f"(target <= 1), samples/s {a['samples_per_s'] / b['samples_per_s']:.2f}x (target >= 1.1)")
+
+
+def run_child_with(python: str, env: dict, *args: str) -> dict:
+    r = subprocess.run([python, __file__, "_child", *args], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise SystemExit(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------- 5. mixture of many datasets
+def child_mixture(mixture: str, cache: str, batches: int, open_all: bool) -> dict:
+    """Fresh process: import, build the MixtureDataset (timed), load ``batches`` batches, or open every member."""
+    import psutil
+    import torch  # noqa: F401
+    import torchcodec.decoders  # noqa: F401
+    from torch.utils.data import DataLoader
+
+    from lerobot_tools.loaders import EpisodeAwareSampler, MixtureDataset, collate_frames
+
+    out: dict = {}
+    base = _status_kb("VmRSS")
+    t0 = time.perf_counter()
+    mix = MixtureDataset(mixture, cache_dir=cache)
+    out.update(construct_s=time.perf_counter() - t0, datasets=len(mix.members), cold=mix.cold_datasets,
+               frames=len(mix), construct_rss_mb=(_status_kb("VmRSS") - base) / 1024)
+    if open_all:
+        # open every member and decode one frame of each; the first one pays one-time costs (FFmpeg and
+        # torchcodec initialisation), so the growth is measured from there
+        mix.__getitems__([0])
+        first = _status_kb("VmRSS")
+        t1 = time.perf_counter()
+        cache_full = None
+        for d in range(1, len(mix.members)):
+            mix.__getitems__([int(mix.dataset_offsets[d])])
+            if d + 1 == mix._decoders.max_open:
+                cache_full = _status_kb("VmRSS")
+        out["open_all_s"] = time.perf_counter() - t1
+        out["open_all_rss_mb"] = (_status_kb("VmRSS") - first) / 1024
+        out["decoder_lru"] = mix._decoders.max_open
+        if cache_full is not None and len(mix.members) > mix._decoders.max_open:
+            out["after_lru_mb_per_dataset"] = ((_status_kb("VmRSS") - cache_full) / 1024
+                                               / (len(mix.members) - mix._decoders.max_open))
+        return out
+    proc = psutil.Process()
+    peak = [0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            tot = 0
+            for p in [proc] + proc.children(recursive=True):
+                try:
+                    tot += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            peak[0] = max(peak[0], tot)
+            stop.wait(0.02)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    sampler = EpisodeAwareSampler(mix, seed=0, num_samples=8 * (batches + 1))
+    it = iter(DataLoader(mix, batch_size=8, sampler=sampler, num_workers=2, collate_fn=collate_frames))
+    t2 = time.perf_counter()
+    next(it)
+    out["first_batch_s"] = time.perf_counter() - t2
+    t3 = time.perf_counter()
+    n = 0
+    for b in it:
+        n += len(b["dataset_index"])
+    dt = time.perf_counter() - t3
+    stop.set()
+    th.join()
+    out.update(samples_per_s=n / dt, decoded_frames_per_s=n / dt, peak_tree_rss_mb=peak[0] / 2**20)
+    return out
+
+
+def bench_mixture(work: Path, n: int, batches: int) -> None:
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
+
+    print(f"\n== 5. MixtureDataset over {n} small datasets (32x32 h264 camera, 40-60 frames each, weights 1..4)")
+    t0 = time.perf_counter()
+    templates = [build_dataset(work / "m_t30", SynthSpec(version="v3.0", episode_lengths=(20, 15, 25),
+                                                          video_size=(32, 32))),
+                 build_dataset(work / "m_t21", SynthSpec(version="v2.1", episode_lengths=(20, 20),
+                                                          video_size=(32, 32)))]
+    lines = []
+    for i in range(n):
+        dst = work / "mix" / f"ds{i:04d}"
+        shutil.copytree(templates[i % 2], dst)
+        lines.append(f"{dst} weight={1 + i % 4}")
+    mixture = work / "mixture.txt"
+    mixture.write_text("\n".join(lines) + "\n")
+    print(f"  generated in {time.perf_counter() - t0:.0f} s")
+    cache = str(work / "cache_mix")
+    cold = run_child_with(sys.executable, dict(os.environ), "mixture", str(mixture), cache, "0", "0")
+    warm = run_child_with(sys.executable, dict(os.environ), "mixture", str(mixture), cache, str(batches), "0")
+    allopen = run_child_with(sys.executable, dict(os.environ), "mixture", str(mixture), cache, "0", "1")
+    print(f"  construction: cold {cold['construct_s']:.1f} s ({cold['cold']} Arrow caches built), warm "
+          f"{warm['construct_s']:.2f} s (target < 10 s); +{warm['construct_rss_mb']:.0f} MB RSS in the main process")
+    print(f"  DataLoader (batch 8, 2 workers, {batches} batches): first batch {warm['first_batch_s']:.2f} s, "
+          f"{warm['samples_per_s']:.0f} samples/s ({warm['decoded_frames_per_s']:.0f} decoded frames/s), "
+          f"peak RSS of the process tree {warm['peak_tree_rss_mb']:.0f} MB")
+    per = allopen["open_all_rss_mb"] / max(n - 1, 1)
+    tail = (f"; {allopen['after_lru_mb_per_dataset']:.2f} MB per dataset once the {allopen['decoder_lru']}-decoder "
+            "LRU is full" if "after_lru_mb_per_dataset" in allopen else "")
+    print(f"  every dataset opened in one process (one frame decoded from each, after the first): "
+          f"{allopen['open_all_s']:.1f} s, +{allopen['open_all_rss_mb']:.0f} MB RSS = {per:.2f} MB per dataset "
+          f"(target < 2 MB){tail}")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_child":
         _, _, what, *rest = sys.argv
         if what == "rss":
             loader, root, cache, samples = rest
             print(json.dumps(child_rss(loader, root, cache, int(samples))))
+        elif what == "construct":
+            loader, root, cache, batches = rest
+            print(json.dumps(child_construct(loader, root, cache, int(batches))))
+        elif what == "mixture":
+            mixture, cache, batches, open_all = rest
+            print(json.dumps(child_mixture(mixture, cache, int(batches), open_all == "1")))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workdir", type=Path, default=None)
@@ -305,6 +597,13 @@ def main() -> None:
     ap.add_argument("--skip-rss", action="store_true")
     ap.add_argument("--skip-video", action="store_true")
     ap.add_argument("--skip-sampler", action="store_true")
+    ap.add_argument("--skip-construction", action="store_true")
+    ap.add_argument("--skip-mixture", action="store_true")
+    ap.add_argument("--construction-batches", type=int, default=30)
+    ap.add_argument("--construction-episodes", type=int, default=20, help="episodes of 100 frames per dataset")
+    ap.add_argument("--mixture-datasets", type=int, default=100)
+    ap.add_argument("--mixture-batches", type=int, default=40)
+    ap.add_argument("--upstream-python", default=os.environ.get("LRTOOL_UPSTREAM_PYTHON", UPSTREAM_DEFAULT))
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     base = args.workdir or Path(tempfile.gettempdir())
@@ -320,6 +619,10 @@ def main() -> None:
             bench_sampler()
         if not args.skip_video:
             bench_video(work, args.video_size, args.video_batches)
+        if not args.skip_construction:
+            bench_construction(work, args.upstream_python, args.construction_batches, args.construction_episodes)
+        if not args.skip_mixture:
+            bench_mixture(work, args.mixture_datasets, args.mixture_batches)
         if not args.skip_rss:
             bench_rss(work, args.small_gb, args.big_gb, args.samples)
     finally:
