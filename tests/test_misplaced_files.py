@@ -161,7 +161,7 @@ def test_diagnose_decode_says_where_the_missing_videos_are():
 
     diag = diagnose([str(DS / "broken_videos_elsewhere")], DiagnoseOptions(frames=0))
     (dd,) = diag.datasets
-    assert diag.exit_status() == 1 and diag.summary()["unusable_files"] == 3
+    assert diag.exit_status == 1 and diag.summary()["unusable_files"] == 3
     assert [(p.check, p.message, p.count) for p in dd.problems] == [
         ("F002", f"2 of the 3 expected video files are under video/… (e.g. video/{FRONT}/chunk-000/file-000.mp4); 1 is "
                  f"absent everywhere (e.g. videos/{FRONT}/chunk-000/file-002.mp4)", 3)]

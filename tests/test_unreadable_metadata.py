@@ -209,7 +209,7 @@ def test_diagnose_decode_names_placeholder_videos_and_exits_1():
 
     diag = diagnose([str(DS / "broken_lfs_clone")], DiagnoseOptions(frames=0))
     (dd,) = diag.datasets
-    assert diag.exit_status() == 1
+    assert diag.exit_status == 1
     (cause,) = dd.causes
     assert cause.count == 6 and cause.by_folder == {"meta/episodes/chunk-000": 3,
                                                     "videos/observation.images.front/chunk-000": 3}
@@ -236,7 +236,7 @@ def test_diagnose_decode_without_info_json_still_names_the_placeholder_videos(tm
                       f"size {len(data)}\n".encode())
     diag = diagnose([str(root)], DiagnoseOptions(frames=0))
     (dd,) = diag.datasets
-    assert diag.exit_status() == 1 and dd.causes[0].count == 3
+    assert diag.exit_status == 1 and dd.causes[0].count == 3
     assert sorted((p.check, p.paths[0]) for p in dd.problems) == [
         ("F004", "meta/info.json"), ("F004", "videos/observation.images.front/chunk-000/file-000.mp4"),
         ("F004", "videos/observation.images.wrist/chunk-000/file-000.mp4")]
@@ -247,7 +247,7 @@ def test_diagnose_decode_reports_unreadable_episode_metadata_with_healthy_videos
 
     diag = diagnose([str(DS / "broken_episodes_lfs")], DiagnoseOptions(frames=0))
     (dd,) = diag.datasets
-    assert diag.exit_status() == 1
+    assert diag.exit_status == 1
     assert [(p.check, p.paths, p.message) for p in dd.problems if p.severity == "error"] == [
         ("F004", ["meta/episodes.jsonl"], "episode metadata file is a Git LFS pointer (object of 207 bytes not fetched)")]
     assert dd.files_per_key == {"observation.images.front": 3} and dd.groups  # the 3 videos were still probed

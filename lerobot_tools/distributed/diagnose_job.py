@@ -163,7 +163,7 @@ class DiagnoseJob:
             render_text(result, out, color=bool(render.get("color")) and out.isatty())
         if result.device_problem:
             print(f"lrtool: error: {result.device_problem}", file=sys.stderr)
-        return result.exit_status()
+        return result.exit_status
 
 
 JOB = DiagnoseJob()

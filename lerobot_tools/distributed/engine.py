@@ -183,7 +183,17 @@ def launch(opts: ExecutorOptions) -> Launched:
         start = "fork" if sys.platform.startswith("linux") else "forkserver"
         ex = _LocalExecutor(pipeline=[step], tasks=opts.tasks, workers=opts.workers, logging_dir=str(run_dir),
                             start_method=start)
-        ex.run()
+        # datatrove's pool ends its workers with SIGTERM (Pool.terminate): they must die at once, as Python's
+        # default does, not unwind through lrtool's SIGTERM handler (a worker that unwinds while holding the
+        # pool's task-queue lock leaves its sibling, and this process's join, waiting forever). A task
+        # interrupted that way leaves no completion marker, so a re-run resumes it.
+        import signal
+
+        previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            ex.run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         left = ex.get_incomplete_ranks(skip_completed=True)
         return Launched(True, failed=[f"{len(left)} task(s) failed: rank(s) {left[:12]}"] if left else [])
     if opts.kind == "ray":
@@ -237,7 +247,17 @@ def _launch_ray(opts: ExecutorOptions, step: ShardStep) -> Launched:
         ex = RayPipelineExecutor(pipeline=[step], tasks=opts.tasks, workers=opts.workers,
                                  logging_dir=str(opts.logging_dir), cpus_per_task=opts.ray_cpus_per_task,
                                  mem_per_cpu_gb=opts.ray_mem_per_cpu_gb)
-        ex.run()
+        # datatrove's pool ends its workers with SIGTERM (Pool.terminate): they must die at once, as Python's
+        # default does, not unwind through lrtool's SIGTERM handler (a worker that unwinds while holding the
+        # pool's task-queue lock leaves its sibling, and this process's join, waiting forever). A task
+        # interrupted that way leaves no completion marker, so a re-run resumes it.
+        import signal
+
+        previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            ex.run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         left = ex.get_incomplete_ranks(skip_completed=True)
         if left:
             failed.append(f"{len(left)} task(s) did not complete: rank(s) {left[:12]}")
