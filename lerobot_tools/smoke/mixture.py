@@ -33,7 +33,8 @@ from lerobot_tools.errors import LrtoolError, UsageError
 from lerobot_tools.findings import ERROR, DatasetReport, Finding
 from lerobot_tools.smoke.model import ORDER_CHECK_MAX_FRAMES, TOLERATED, CheckResult, LoaderRun, SmokeOptions
 from lerobot_tools.smoke.monitor import RssMonitor
-from lerobot_tools.smoke.pipeline import _check_batch, _iterate, _percentile, loader_error_line
+from lerobot_tools.smoke.pipeline import _check_batch, _iterate, _percentile, loader_error_line, require_loader_deps
+from lerobot_tools.smoke.render import _fmt, _mb, render_runs
 
 #: Mixture errors that do not stop the smoke run: they concern normalisation statistics (X008) and OpenTau's
 #: prompt substitutions (X009), which the bundled loaders do not use; the report still shows them.
@@ -312,13 +313,7 @@ def smoke_mixture(path: str, options: SmokeOptions | None = None) -> MixtureSmok
     if rep.blocked:
         rep.seconds = time.perf_counter() - t0
         return rep
-    try:
-        import datasets  # noqa: F401
-        import torch  # noqa: F401
-        import torchcodec  # noqa: F401
-    except ImportError as exc:
-        raise UsageError(f"lrtool smoke needs torch, torchcodec and datasets ({exc}); "
-                         "install lerobot-tools[loaders]") from None
+    require_loader_deps()
     from lerobot_tools.dataset.model import Dataset
     from lerobot_tools.loaders import MixtureDataset
 
@@ -364,14 +359,6 @@ def is_mixture_target(arg: str) -> bool:
 
 
 # ---------------------------------------------------------------------- reports
-def _mb(n: int | None) -> str:
-    return "n/a" if n is None else f"{n / 2**20:.0f} MB"
-
-
-def _fmt(v: float | None, unit: str = "", digits: int = 1) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}{unit}"
-
-
 def render_mixture_text(rep: MixtureSmokeReport, out: IO[str], *, color: bool = False) -> None:
     """Text report of a mixture smoke run (validate's report first when it blocks)."""
     from lerobot_tools.report import render_text as render_validate
@@ -393,19 +380,7 @@ def render_mixture_text(rep: MixtureSmokeReport, out: IO[str], *, color: bool = 
         out.write(f"  validate: not blocking: {', '.join(f'{k} x{v}' if v > 1 else k for k, v in notes.items())}\n")
     for w in rep.warnings:
         out.write(f"  warning: {w}\n")
-    for run in rep.runs:
-        if run.error:
-            out.write(f"  FAIL  loader {run.loader}: {run.error}\n")
-            continue
-        out.write(f"  loader {run.loader}: {run.batches} batch(es), {run.samples} samples; "
-                  f"{_fmt(run.samples_per_s)} samples/s, {_fmt(run.decoded_frames_per_s)} decoded frames/s; "
-                  f"first batch {_fmt(run.first_batch_s and run.first_batch_s * 1e3, ' ms', 0)}; "
-                  f"batch p50/p95/p99 {_fmt(run.p50_ms)}/{_fmt(run.p95_ms)}/{_fmt(run.p99_ms)} ms; "
-                  f"peak RSS {_mb(run.peak_rss_bytes)} (PSS {_mb(run.peak_pss_bytes)})\n")
-        for c in run.checks:
-            out.write(_line(c, f"{run.loader} "))
-    for c in rep.checks:
-        out.write(_line(c, ""))
+    render_runs(rep.runs, rep.checks, out)
     if rep.datasets:
         out.write(f"  per dataset (one batch each, in this process):\n    {'dataset':<40} {'weight':>7} {'drawn':>6} "
                   f"{'samples/s':>10} {'frames/s':>9}\n")
@@ -421,11 +396,6 @@ def render_mixture_text(rep: MixtureSmokeReport, out: IO[str], *, color: bool = 
     out.write(f"  peak RSS of the process tree: {_mb(rep.peak_rss_bytes)} (PSS {_mb(rep.peak_pss_bytes)}, shared "
               f"pages counted once); {rep.seconds:.1f} s\n\n")
     out.write(f"Smoke: mixture of {len(rep.validate)} dataset(s): {'FAILED' if rep.failed else 'passed'}\n")
-
-
-def _line(c: CheckResult, prefix: str) -> str:
-    tag = {True: "pass", False: "FAIL", None: "skip"}[c.ok]
-    return f"  {tag:<5} {prefix}{c.name}: {c.detail}\n"
 
 
 def render_mixture_json(rep: MixtureSmokeReport, out: IO[str]) -> None:

@@ -294,6 +294,21 @@ def _order_checks(root, episodes, opts: SmokeOptions, kinds: Iterable[str]) -> l
     return out
 
 
+def require_loader_deps() -> None:
+    """Import torch, torchcodec and datasets now, so a missing one is "cannot run" before any loader starts.
+
+    Raises:
+        UsageError: one of them is not installed (the ``loaders`` extra).
+    """
+    try:
+        import torch  # noqa: F401
+        import torchcodec  # noqa: F401
+        import datasets  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"lrtool smoke needs torch, torchcodec and datasets ({exc}); "
+                         "install lerobot-tools[loaders]") from None
+
+
 def smoke_target(target: Target, report: DatasetReport, options: SmokeOptions) -> SmokeReport:
     """Smoke-test one resolved target whose validate report is ``report`` (see module docstring)."""
     t0 = time.perf_counter()
@@ -302,13 +317,7 @@ def smoke_target(target: Target, report: DatasetReport, options: SmokeOptions) -
     rep.blocked = [f for f in report.findings if f.severity == ERROR and not f.known and f.check not in TOLERATED]
     if rep.blocked or target.root is None:
         return rep
-    try:
-        import torch  # noqa: F401  (fail early, as "cannot run")
-        import torchcodec  # noqa: F401
-        import datasets  # noqa: F401
-    except ImportError as exc:
-        raise UsageError(f"lrtool smoke needs torch, torchcodec and datasets ({exc}); "
-                         "install lerobot-tools[loaders]") from None
+    require_loader_deps()
     from lerobot_tools.dataset.model import Dataset
 
     with warnings.catch_warnings(record=True) as caught, RssMonitor() as mon:

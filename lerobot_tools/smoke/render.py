@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from lerobot_tools.smoke.model import CheckResult, SmokeReport
+from lerobot_tools.smoke.model import CheckResult, LoaderRun, SmokeReport
 
 
 def exit_status(reports: list[SmokeReport]) -> int:
@@ -48,19 +48,7 @@ def render_text(reports: list[SmokeReport], out: IO[str]) -> None:
             out.write(f"  validate: not blocking: {ids}\n")
         for w in r.warnings:
             out.write(f"  warning: {w}\n")
-        for run in r.runs:
-            if run.error:
-                out.write(f"  FAIL  loader {run.loader}: {run.error}\n")
-                continue
-            out.write(f"  loader {run.loader}: {run.batches} batch(es), {run.samples} samples; "
-                      f"{_fmt(run.samples_per_s)} samples/s, {_fmt(run.decoded_frames_per_s)} decoded frames/s; "
-                      f"first batch {_fmt(run.first_batch_s and run.first_batch_s * 1e3, ' ms', 0)}; "
-                      f"batch p50/p95/p99 {_fmt(run.p50_ms)}/{_fmt(run.p95_ms)}/{_fmt(run.p99_ms)} ms; "
-                      f"peak RSS {_mb(run.peak_rss_bytes)} (PSS {_mb(run.peak_pss_bytes)})\n")
-            for c in run.checks:
-                out.write(_check_line(c, f"{run.loader} "))
-        for c in r.checks:
-            out.write(_check_line(c, ""))
+        render_runs(r.runs, r.checks, out)
         if r.error:
             out.write(f"  FAIL  loader error: {r.error}\n")
         out.write(f"  peak RSS of the process tree: {_mb(r.peak_rss_bytes)} (PSS {_mb(r.peak_pss_bytes)}, "
@@ -72,6 +60,24 @@ def render_text(reports: list[SmokeReport], out: IO[str]) -> None:
 def _check_line(c: CheckResult, prefix: str) -> str:
     tag = {True: "pass", False: "FAIL", None: "skip"}[c.ok]
     return f"  {tag:<5} {prefix}{c.name}: {c.detail}\n"
+
+
+def render_runs(runs: list[LoaderRun], checks: list[CheckResult], out: IO[str]) -> None:
+    """The loader runs (figures, then their checks) and the target-level checks, one line each; shared by the
+    single-dataset and the mixture report."""
+    for run in runs:
+        if run.error:
+            out.write(f"  FAIL  loader {run.loader}: {run.error}\n")
+            continue
+        out.write(f"  loader {run.loader}: {run.batches} batch(es), {run.samples} samples; "
+                  f"{_fmt(run.samples_per_s)} samples/s, {_fmt(run.decoded_frames_per_s)} decoded frames/s; "
+                  f"first batch {_fmt(run.first_batch_s and run.first_batch_s * 1e3, ' ms', 0)}; "
+                  f"batch p50/p95/p99 {_fmt(run.p50_ms)}/{_fmt(run.p95_ms)}/{_fmt(run.p99_ms)} ms; "
+                  f"peak RSS {_mb(run.peak_rss_bytes)} (PSS {_mb(run.peak_pss_bytes)})\n")
+        for c in run.checks:
+            out.write(_check_line(c, f"{run.loader} "))
+    for c in checks:
+        out.write(_check_line(c, ""))
 
 
 def to_dict(reports: list[SmokeReport]) -> dict:
