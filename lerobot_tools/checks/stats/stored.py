@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -202,29 +203,11 @@ class EpisodeStatsReader:
             yield from self._iter_parquet()
 
     def _iter_jsonl(self) -> Iterator[EpisodeStatsRow]:
-        rel = V2_EPISODES_STATS_PATH
-        try:
-            fh = (self.ds.root / rel).open("rb")
-        except OSError as exc:
-            self.problems.append((rel, f"cannot be read ({exc.strerror or exc})"))
-            return
-        with fh:
-            lineno = 0
-            while True:
-                offset = fh.tell()
-                line = fh.readline(MAX_JSONL_LINE_BYTES + 1)
-                if not line:
-                    break
-                lineno += 1
-                if len(line) > MAX_JSONL_LINE_BYTES:
-                    self.problems.append((rel, f"line {lineno} is longer than {MAX_JSONL_LINE_BYTES // 2**20} MiB"))
-                    while line and not line.endswith(b"\n"):  # skip the rest of the line
-                        line = fh.readline(MAX_JSONL_LINE_BYTES)
-                    continue
-                row = self._parse_line(line, lineno)
-                if row is not None:
-                    self._offsets.setdefault(row.episode_index, offset)
-                    yield row
+        for offset, lineno, line in _stats_jsonl_lines(self.ds.root, self.problems):
+            row = self._parse_line(line, lineno)
+            if row is not None:
+                self._offsets.setdefault(row.episode_index, offset)
+                yield row
 
     def _parse_line(self, line: bytes, lineno: int) -> EpisodeStatsRow | None:
         rel = V2_EPISODES_STATS_PATH
@@ -577,32 +560,15 @@ class StatsBlocks:
         rel = V2_EPISODES_STATS_PATH
         parser = EpisodeStatsReader(self.ds)
         items: list[tuple[int, int, dict]] = []
-        try:
-            fh = (self.ds.root / rel).open("rb")
-        except OSError as exc:
-            self.problems.append((rel, f"cannot be read ({exc.strerror or exc})"))
-            return
-        with fh:
-            lineno = 0
-            while True:
-                offset = fh.tell()
-                line = fh.readline(MAX_JSONL_LINE_BYTES + 1)
-                if not line:
-                    break
-                lineno += 1
-                if len(line) > MAX_JSONL_LINE_BYTES:
-                    self.problems.append((rel, f"line {lineno} is longer than {MAX_JSONL_LINE_BYTES // 2**20} MiB"))
-                    while line and not line.endswith(b"\n"):
-                        line = fh.readline(MAX_JSONL_LINE_BYTES)
-                    continue
-                row = parser._parse_line(line, lineno)
-                if row is None:
-                    continue
-                self._where.setdefault(row.episode_index, (rel, offset, lineno))
-                items.append((lineno, row.episode_index, row.stats))
-                if len(items) >= self.BLOCK_LINES:
-                    yield self._lines_block(items)
-                    items = []
+        for offset, lineno, line in _stats_jsonl_lines(self.ds.root, self.problems):
+            row = parser._parse_line(line, lineno)
+            if row is None:
+                continue
+            self._where.setdefault(row.episode_index, (rel, offset, lineno))
+            items.append((lineno, row.episode_index, row.stats))
+            if len(items) >= self.BLOCK_LINES:
+                yield self._lines_block(items)
+                items = []
         self.problems.extend(parser.problems)
         if items:
             yield self._lines_block(items)
@@ -647,3 +613,31 @@ class StatsBlocks:
     def close(self) -> None:
         self._files.clear()
         self._cache.clear()
+
+
+def _stats_jsonl_lines(root: Path, problems: list[tuple[str, str]]) -> Iterator[tuple[int, int, bytes]]:
+    """``(byte offset, line number, raw line)`` of ``meta/episodes_stats.jsonl``, streamed line by line.
+
+    A line over :data:`MAX_JSONL_LINE_BYTES` is skipped, and it or an unreadable file is recorded in
+    ``problems`` as ``(relpath, message)``; reading goes on with the next line.
+    """
+    rel = V2_EPISODES_STATS_PATH
+    try:
+        fh = (root / rel).open("rb")
+    except OSError as exc:
+        problems.append((rel, f"cannot be read ({exc.strerror or exc})"))
+        return
+    with fh:
+        lineno = 0
+        while True:
+            offset = fh.tell()
+            line = fh.readline(MAX_JSONL_LINE_BYTES + 1)
+            if not line:
+                return
+            lineno += 1
+            if len(line) > MAX_JSONL_LINE_BYTES:
+                problems.append((rel, f"line {lineno} is longer than {MAX_JSONL_LINE_BYTES // 2**20} MiB"))
+                while line and not line.endswith(b"\n"):  # skip the rest of the line
+                    line = fh.readline(MAX_JSONL_LINE_BYTES)
+                continue
+            yield offset, lineno, line
