@@ -197,3 +197,63 @@ def _stop_workers(pool) -> None:
         if p.is_alive():
             p.kill()
             p.join()
+
+
+class _Failure:
+    """An exception raised in :func:`read_ahead`'s thread, handed to the consumer."""
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def read_ahead(items: Iterable[T], depth: int = 1, *, name: str = "lrtool-read") -> Iterator[T]:
+    """Iterate ``items`` in a background thread named ``name``, at most ``depth`` items ahead (bounded memory).
+
+    Decoding the next record batch (pyarrow releases the GIL) then overlaps with the caller's work on the current
+    one (reshard's encoding and verification, the deep checks' numpy pass). Errors are re-raised in the caller;
+    closing the generator stops and joins the thread, so the file the items come from can be closed safely
+    afterwards.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(done)
+        except BaseException as exc:  # handed to the consumer
+            put(_Failure(exc))
+
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, _Failure):
+                raise item.exc
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                q.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        thread.join()

@@ -14,11 +14,10 @@ worker thread decodes the next batch while the current one is processed.
 
 from __future__ import annotations
 
-import queue
-import threading
+import contextlib
 from dataclasses import dataclass, field
-from typing import Iterator
 
+from lerobot_tools._parallel import read_ahead
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.stats import deep as stats_deep
 from lerobot_tools.errors import one_line
@@ -121,118 +120,74 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
         return scan
     carry_ep = None
     carry_pos = 0
-    for batch in _read_ahead(pf.iter_batches(batch_size=batch_rows, columns=cols), enabled=builder is not None):
-        n = batch.num_rows
-        if n == 0:
-            continue
-        ep = batch.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        change = np.flatnonzero(ep[1:] != ep[:-1]) + 1
-        starts = np.concatenate(([0], change))
-        lens = np.diff(np.concatenate((starts, [n])))
-        # position of each row inside its run of equal episode_index
-        pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lens)
-        if carry_ep is not None and ep[0] == carry_ep:
-            pos[: lens[0]] += carry_pos
-        for s, ln in zip(starts, lens):
-            e = int(ep[s])
-            if scan.runs and scan.runs[-1][0] == e and s == 0 and carry_ep == e:
-                scan.runs[-1][1] += int(ln)
-            else:
-                scan.runs.append([e, int(ln)])
-            scan.episodes.setdefault(e, _EpisodeStats()).rows += int(ln)
-        carry_pos = int(pos[-1]) + 1
-        carry_ep = int(ep[-1])
-        if builder is not None:
-            builder.add(batch, ep[starts], starts, lens)
-        if "frame_index" in wanted:
-            fi = batch.column("frame_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-            bad = np.flatnonzero(fi != pos)
-            for r in bad[:1000]:
-                st = scan.episodes[int(ep[r])]
-                st.bad_frame += 1
-                if st.first_bad_frame is None:
-                    st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
-            if len(bad) > 1000:
-                scan.episodes[int(ep[bad[-1]])].bad_frame += len(bad) - 1000
-            if fps and "timestamp" in wanted:
-                ts = batch.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
-                err = np.abs(ts - fi / fps)
-                bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
-                if len(bad_ts):
-                    for e in np.unique(ep[bad_ts]):
-                        sel = bad_ts[ep[bad_ts] == e]
-                        st = scan.episodes[int(e)]
-                        st.bad_ts += len(sel)
-                        st.max_ts_err = max(st.max_ts_err, float(err[sel].max()))
-        if "index" in wanted and index_offset is not None:
-            idx = batch.column("index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-            expected = np.arange(scan.rows, scan.rows + n, dtype=np.int64) + index_offset
-            bad = np.flatnonzero(idx != expected)
-            if len(bad):
-                scan.bad_index += len(bad)
-                if scan.first_bad_index is None:
-                    r = int(bad[0])
-                    scan.first_bad_index = (scan.rows + r, int(idx[r]), int(expected[r]))
-        for name, length in list_columns.items():
-            if name not in names:
+    batches = pf.iter_batches(batch_size=batch_rows, columns=cols)
+    if builder is not None:  # statistics: decode the next batch while the numpy pass runs on this one
+        batches = read_ahead(batches, name="lrtool-deep-read")
+    with contextlib.closing(batches):  # stops and joins the read-ahead thread whatever happens in the loop
+        for batch in batches:
+            n = batch.num_rows
+            if n == 0:
                 continue
-            lengths = pc.list_value_length(batch.column(name)).to_numpy(zero_copy_only=False)
-            nbad = int(np.count_nonzero(lengths != length))
-            if nbad:
-                scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad
-        scan.rows += n
+            ep = batch.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            change = np.flatnonzero(ep[1:] != ep[:-1]) + 1
+            starts = np.concatenate(([0], change))
+            lens = np.diff(np.concatenate((starts, [n])))
+            # position of each row inside its run of equal episode_index
+            pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lens)
+            if carry_ep is not None and ep[0] == carry_ep:
+                pos[: lens[0]] += carry_pos
+            for s, ln in zip(starts, lens):
+                e = int(ep[s])
+                if scan.runs and scan.runs[-1][0] == e and s == 0 and carry_ep == e:
+                    scan.runs[-1][1] += int(ln)
+                else:
+                    scan.runs.append([e, int(ln)])
+                scan.episodes.setdefault(e, _EpisodeStats()).rows += int(ln)
+            carry_pos = int(pos[-1]) + 1
+            carry_ep = int(ep[-1])
+            if builder is not None:
+                builder.add(batch, ep[starts], starts, lens)
+            if "frame_index" in wanted:
+                fi = batch.column("frame_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+                bad = np.flatnonzero(fi != pos)
+                for r in bad[:1000]:
+                    st = scan.episodes[int(ep[r])]
+                    st.bad_frame += 1
+                    if st.first_bad_frame is None:
+                        st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
+                if len(bad) > 1000:
+                    scan.episodes[int(ep[bad[-1]])].bad_frame += len(bad) - 1000
+                if fps and "timestamp" in wanted:
+                    ts = batch.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
+                    err = np.abs(ts - fi / fps)
+                    bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
+                    if len(bad_ts):
+                        for e in np.unique(ep[bad_ts]):
+                            sel = bad_ts[ep[bad_ts] == e]
+                            st = scan.episodes[int(e)]
+                            st.bad_ts += len(sel)
+                            st.max_ts_err = max(st.max_ts_err, float(err[sel].max()))
+            if "index" in wanted and index_offset is not None:
+                idx = batch.column("index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+                expected = np.arange(scan.rows, scan.rows + n, dtype=np.int64) + index_offset
+                bad = np.flatnonzero(idx != expected)
+                if len(bad):
+                    scan.bad_index += len(bad)
+                    if scan.first_bad_index is None:
+                        r = int(bad[0])
+                        scan.first_bad_index = (scan.rows + r, int(idx[r]), int(expected[r]))
+            for name, length in list_columns.items():
+                if name not in names:
+                    continue
+                lengths = pc.list_value_length(batch.column(name)).to_numpy(zero_copy_only=False)
+                nbad = int(np.count_nonzero(lengths != length))
+                if nbad:
+                    scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad
+            scan.rows += n
+
     if builder is not None:
         scan.stats = builder.result()
     return scan
-
-
-def _read_ahead(batches: Iterator, *, enabled: bool) -> Iterator:
-    """Yield from ``batches`` while a worker thread decodes the next batch (pyarrow decodes without holding the
-    GIL), so decoding overlaps the numpy work on the previous one. At most one decoded batch waits; an error in
-    the worker is raised here; every wait is bounded by the worker being alive."""
-    if not enabled:
-        yield from batches
-        return
-    q: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
-    done = object()
-
-    def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work() -> None:
-        try:
-            for b in batches:
-                if not put(b):
-                    return
-            put(done)
-        except BaseException as exc:  # re-raised in the consumer
-            put(("__error__", exc))
-
-    worker = threading.Thread(target=work, name="lrtool-deep-read", daemon=True)
-    worker.start()
-    try:
-        while True:
-            try:
-                item = q.get(timeout=0.2)
-            except queue.Empty:
-                if not worker.is_alive() and q.empty():
-                    raise RuntimeError("the data reader stopped without finishing") from None
-                continue
-            if item is done:
-                return
-            if isinstance(item, tuple) and len(item) == 2 and item[0] == "__error__":
-                raise item[1]
-            yield item
-    finally:
-        stop.set()
-        worker.join(timeout=5)
 
 
 def run(ctx: CheckContext) -> None:

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from lerobot_tools._parallel import read_ahead
 from lerobot_tools.errors import DatasetError, one_line
 from lerobot_tools.reshard.model import (
     DICT_DISTINCT_RATIO,
@@ -49,62 +50,13 @@ def _guarded(batches: Iterator, what: str) -> Iterator:
         yield batch
 
 
-class _Failure:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-
 def _prefetched(items: Iterator, depth: int = PREFETCH) -> Iterator:
-    """Iterate ``items`` in a background thread, ``depth`` items ahead (bounded memory).
+    """Iterate ``items`` in a background thread, ``depth`` items ahead (:func:`lerobot_tools._parallel.read_ahead`).
 
-    Decoding the next record batch (pyarrow releases the GIL) then overlaps with encoding and
-    compressing the current one, or with decoding the other file while verifying. Errors are
-    re-raised in the caller; closing the generator stops and joins the thread, so the file the
-    items come from can be closed safely afterwards.
+    Decoding the next record batch (pyarrow releases the GIL) then overlaps with encoding and compressing the
+    current one, or with decoding the other file while verifying.
     """
-    import queue
-    import threading
-
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
-
-    def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work() -> None:
-        try:
-            for item in items:
-                if not put(item):
-                    return
-            put(done)
-        except BaseException as exc:  # handed to the consumer
-            put(_Failure(exc))
-
-    thread = threading.Thread(target=work, name="lrtool-reshard-read", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = q.get()
-            if item is done:
-                return
-            if isinstance(item, _Failure):
-                raise item.exc
-            yield item
-    finally:
-        stop.set()
-        while thread.is_alive():
-            try:
-                q.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        thread.join()
+    return read_ahead(items, depth, name="lrtool-reshard-read")
 
 
 def _os_message(exc: OSError) -> str:
