@@ -18,7 +18,7 @@ from dataclasses import asdict
 from typing import IO, Any
 
 from lerobot_tools.distributed.partition import DatasetSize
-from lerobot_tools.distributed.plan import target_from_dict, target_to_dict
+from lerobot_tools.distributed.plan import sizes_by_file, target_from_dict, target_to_dict
 
 
 def make_spec(targets: list, options) -> dict[str, Any]:
@@ -104,27 +104,8 @@ class DiagnoseJob:
     command = "diagnose-decode"
 
     def sizes(self, spec: dict) -> list[DatasetSize]:
-        from lerobot_tools.dataset.model import Dataset
-
-        out = []
-        for raw in spec["targets"]:
-            t = target_from_dict(raw)
-            if t.error or t.root is None:
-                out.append(DatasetSize(1))
-                continue
-            try:
-                ds = Dataset(t.root)
-                files = []
-                for vf in ds.video_files():
-                    try:
-                        files.append((vf.relpath, ds.path(vf.relpath).stat().st_size))
-                    except OSError:
-                        files.append((vf.relpath, 0))
-            except Exception:
-                out.append(DatasetSize(1))
-                continue
-            out.append(DatasetSize(sum(n for _, n in files) + 1, tuple(files), 1))
-        return out
+        return sizes_by_file([target_from_dict(raw) for raw in spec["targets"]],
+                             lambda ds: [vf.relpath for vf in ds.video_files()])
 
     def run_dataset(self, spec: dict, index: int) -> dict:
         return asdict(_probe(target_from_dict(spec["targets"][index]), _options(spec).all_files))

@@ -100,7 +100,50 @@ def target_from_dict(d: dict[str, Any]) -> Target:
     return Target(**kwargs)
 
 
+# ---------------------------------------------------------------------- sizes
+
+def sizes_by_file(targets: list[Target], list_files: Callable[[Any], list[str]], *,
+                  head: Callable[[Any], int] | None = None,
+                  skip: list[bool] | None = None) -> list[DatasetSize]:
+    """The :class:`DatasetSize` of each target for a command that can split a dataset by file.
+
+    Args:
+        targets: the run's resolved targets.
+        list_files: the relative paths the command processes one by one, from the opened
+            :class:`~lerobot_tools.dataset.model.Dataset`, in processing order.
+        head: bytes of the dataset-level work (default 1).
+        skip: per target, True to count it as one unsplit byte (e.g. a duplicate the command skips).
+
+    Returns:
+        One size per target: file sizes on disk (0 for a file that cannot be stat'ed) plus the head; an
+        unresolved target, or one whose metadata cannot be read, counts 1 byte and is not split: sizing never
+        fails a run, the task that owns the dataset reports its error.
+    """
+    from lerobot_tools.dataset.model import Dataset
+
+    out = []
+    for i, t in enumerate(targets):
+        if (skip is not None and skip[i]) or t.error or t.root is None:
+            out.append(DatasetSize(1))
+            continue
+        try:
+            ds = Dataset(t.root)
+            files = []
+            for rel in list_files(ds):
+                try:
+                    files.append((rel, ds.path(rel).stat().st_size))
+                except OSError:
+                    files.append((rel, 0))
+            head_bytes = head(ds) if head is not None else 1
+        except Exception:
+            out.append(DatasetSize(1))
+            continue
+        out.append(DatasetSize(sum(n for _, n in files) + head_bytes, tuple(files), max(1, head_bytes)))
+    return out
+
+
 # ---------------------------------------------------------------------- files
+
 def read_json_capped(path: Path, what: str) -> Any:
     """Parse a JSON file of at most :data:`MAX_JSON_BYTES` bytes.
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lerobot_tools.distributed.partition import DatasetSize
-from lerobot_tools.distributed.plan import target_from_dict, target_to_dict
+from lerobot_tools.distributed.plan import sizes_by_file, target_from_dict, target_to_dict
 
 
 def make_spec(targets: list, options) -> dict[str, Any]:
@@ -97,27 +97,10 @@ class ReshardJob:
     command = "reshard"
 
     def sizes(self, spec: dict) -> list[DatasetSize]:
-        from lerobot_tools.dataset.model import Dataset
-
         targets = [target_from_dict(t) for t in spec["targets"]]
-        out = []
-        for t, dup in zip(targets, _first_seen(targets)):
-            if dup is not None or t.error or t.root is None:
-                out.append(DatasetSize(1))
-                continue
-            try:
-                ds = Dataset(t.root)
-                files = []
-                for df in ds.data_files():
-                    try:
-                        files.append((df.relpath, ds.path(df.relpath).stat().st_size))
-                    except OSError:
-                        files.append((df.relpath, 0))
-            except Exception:  # the dataset's error is reported by the task that owns it
-                out.append(DatasetSize(1))
-                continue
-            out.append(DatasetSize(sum(n for _, n in files) + 1, tuple(files), 1))
-        return out
+        # a duplicate is skipped; a dataset's error is reported by the task that owns it
+        return sizes_by_file(targets, lambda ds: [df.relpath for df in ds.data_files()],
+                             skip=[dup is not None for dup in _first_seen(targets)])
 
     def run_dataset(self, spec: dict, index: int) -> dict | None:
         from lerobot_tools.reshard.run import reshard_resolved

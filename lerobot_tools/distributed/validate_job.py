@@ -27,7 +27,7 @@ from lerobot_tools.checks.context import ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.distributed.jobs import dataclass_from_dict
 from lerobot_tools.distributed.partition import DatasetSize
-from lerobot_tools.distributed.plan import target_from_dict, target_to_dict
+from lerobot_tools.distributed.plan import sizes_by_file, target_from_dict, target_to_dict
 from lerobot_tools.findings import DatasetReport
 
 
@@ -173,25 +173,11 @@ class ValidateJob:
         return target_from_dict(spec["targets"][index])
 
     def sizes(self, spec: dict) -> list[DatasetSize]:
-        """Per target: data and video file sizes; unresolved or unreadable datasets count 1 byte, unsplit."""
-        from lerobot_tools.dataset.model import Dataset
-
-        out = []
-        for raw in spec["targets"]:
-            t = target_from_dict(raw)
-            if t.error or t.root is None:
-                out.append(DatasetSize(1))
-                continue
-            try:
-                ds = Dataset(t.root)
-                rels = [df.relpath for df in ds.data_files()] + [vf.relpath for vf in ds.video_files()]
-                files = tuple((rel, _size(ds.path(rel))) for rel in rels)
-                head = sum(_size(p) for p in (ds.root / "meta").rglob("*") if p.is_file())
-            except Exception:  # sizing never fails a run: the dataset is simply not split
-                out.append(DatasetSize(1))
-                continue
-            out.append(DatasetSize(sum(n for _, n in files) + head, files, max(1, head)))
-        return out
+        """Per target: data and video file sizes, the metadata as the head; unresolved or unreadable datasets
+        count 1 byte, unsplit."""
+        return sizes_by_file([target_from_dict(raw) for raw in spec["targets"]],
+                             lambda ds: [df.relpath for df in ds.data_files()] + [vf.relpath for vf in ds.video_files()],
+                             head=lambda ds: sum(_size(p) for p in (ds.root / "meta").rglob("*") if p.is_file()))
 
     def run_dataset(self, spec: dict, index: int) -> dict:
         from lerobot_tools.validate import validate_one
