@@ -205,7 +205,9 @@ def test_cli_shard_parts_and_report_merge(tmp_path, mixture, single):
     other = tmp_path / "other"
     lrtool("validate", FIXTURE_MIXTURE, "--shard", "0/3", "--part-out", other / "part-0.json")
     (tmp_path / "part-9.json").write_text('{"lrtool_part": 1, "rank": "x"')
-    for bad, message in ((other / "part-0.json", "belongs to another run"), (tmp_path / "part-9.json", "not valid JSON")):
+    (tmp_path / "part-8.json").write_text("[" * 5000 + "]" * 5000)  # json.loads alone: RecursionError
+    for bad, message in ((other / "part-0.json", "belongs to another run"), (tmp_path / "part-9.json", "not valid JSON"),
+                         (tmp_path / "part-8.json", "part file is JSON nested too deeply")):
         r = lrtool("report", "merge", parts / "part-0.json", parts / "part-1.json", bad)
         assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
     # the same --part-out folder with other arguments is refused (its plan belongs to another run)

@@ -145,25 +145,23 @@ def sizes_by_file(targets: list[Target], list_files: Callable[[Any], list[str]],
 # ---------------------------------------------------------------------- files
 
 def read_json_capped(path: Path, what: str) -> Any:
-    """Parse a JSON file of at most :data:`MAX_JSON_BYTES` bytes.
+    """Parse a JSON file of the run folder with :func:`lerobot_tools._io.load_json_file` (a regular file of at
+    most :data:`MAX_JSON_BYTES` bytes, nested at most ``MAX_JSON_DEPTH`` levels).
 
     Raises:
-        UsageError: missing, too large, unreadable or not JSON (message names ``path`` and ``what``).
+        UsageError: missing, refused, too large, unreadable or not JSON (message names ``path`` and ``what``).
     """
+    from lerobot_tools._io import load_json_file
+
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_JSON_BYTES + 1)
+        return load_json_file(path, path, limit=MAX_JSON_BYTES, error=UsageError)
     except FileNotFoundError:
         raise UsageError(f"{what} not found", path) from None
     except OSError as exc:
         raise UsageError(f"{what} cannot be read ({exc.strerror or exc})", path) from None
-    if len(data) > MAX_JSON_BYTES:
-        raise UsageError(f"{what} is larger than {MAX_JSON_BYTES >> 20} MiB", path)
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"{what} is not valid JSON ({str(exc)[:120]})", path) from None
+    except UsageError as exc:
+        raise UsageError(f"{what} {exc.message}", path) from None
 
 
 def read_plan(path: Path) -> Plan:
