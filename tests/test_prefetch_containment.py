@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from lerobot_tools.cli import cli
 from lerobot_tools.prefetch.local import check_listing, tree_cache_path
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
-from lerobot_tools.prefetch.plan import revision_problem
+from lerobot_tools.dataset.mixture import revision_reason
 from tests.hubserver import HubServer
 from tests.test_prefetch import V21, FakeClock, on_disk, run, write_mixture
 
@@ -125,7 +125,7 @@ def test_a_revision_that_is_not_a_ref_name_or_sha_is_refused_before_any_request(
 
 def test_valid_revisions_pass():
     for ok in ("main", "v2.1", "refs/pr/3", "refs/convert/parquet", "feature/x-y_z", "a" * 40, "0" * 40):
-        assert revision_problem(ok) is None, ok
+        assert revision_reason(ok) is None, ok
 
 
 def test_a_repo_id_with_a_dot_dot_component_is_refused(tmp_path, clock):

@@ -20,12 +20,11 @@ The layout is read with the foundation :class:`~lerobot_tools.dataset.model.Data
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lerobot_tools import _env
-from lerobot_tools.dataset.mixture import SHA_RE, MixtureEntry
+from lerobot_tools.dataset.mixture import SHA_RE, MixtureEntry, revision_reason
 from lerobot_tools.errors import LrtoolError
 from lerobot_tools.prefetch.local import TreeFile
 
@@ -90,35 +89,6 @@ class RepoJob:
         return bool(SHA_RE.match(self.revision))
 
 
-_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
-
-
-def revision_problem(revision: str) -> str | None:
-    """Why ``revision`` is neither a 40-hex commit SHA nor a valid branch/tag name, else None.
-
-    Branch and tag names follow ``git check-ref-format`` (git documentation): no ``..``, no component
-    starting with ``.`` or ending with ``.lock``, no ``@{``, no space, control character or any of
-    ``~^:?*[`` or a backslash, not starting or ending with ``/``, no ``//``, not ending with ``.``; at most 255
-    characters. ``refs/pr/1`` and ``refs/convert/parquet`` (Hub refs) are valid. The name is used
-    in URLs (quoted) and, offline, as a file name under a hub cache's ``refs/``: nothing else may pass.
-    """
-    if SHA_RE.match(revision):
-        return None
-    if not revision:
-        return "empty revision"
-    if len(revision) > 255:
-        return "revision longer than 255 characters"
-    if revision.startswith("/") or revision.endswith("/") or "//" in revision:
-        return "absolute path or empty component"
-    if ".." in revision or "@{" in revision or revision == "@" or revision.endswith("."):
-        return "'..', '@{' or a trailing '.'"
-    if _REF_FORBIDDEN.search(revision):
-        return "space, control character or one of ~^:?*[\\"
-    if any(part.startswith(".") or part.endswith(".lock") for part in revision.split("/")):
-        return "a component starts with '.' or ends with '.lock'"
-    return None
-
-
 def destination(repo_id: str, local_dir_root: Path | None) -> Path:
     """Where LeRobot loaders look for ``repo_id``: ``<root>/<repo_id>``, root = ``--local-dir-root`` or
     ``$HF_LEROBOT_HOME`` (lerobot ``HF_LEROBOT_HOME / repo_id``)."""
@@ -129,8 +99,8 @@ def destination(repo_id: str, local_dir_root: Path | None) -> Path:
 def plan_jobs(entries: list[MixtureEntry], local_dir_root: Path | None = None) -> list[RepoJob]:
     """Group mixture entries into :class:`RepoJob` s (first-appearance order).
 
-    A malformed entry, an invalid revision (:func:`revision_problem`) or a repo id with a ``.``/``..``
-    component becomes a job with ``error`` set (and no request is made for it). Two entries that put
+    A malformed entry, an invalid revision (:func:`~lerobot_tools.dataset.mixture.revision_reason`) or a repo id
+    with a ``.``/``..`` component becomes a job with ``error`` set (and no request is made for it). Two entries that put
     different revisions of a repo into the same folder conflict: the later one gets ``error``.
     """
     jobs: list[RepoJob] = []
@@ -149,7 +119,7 @@ def plan_jobs(entries: list[MixtureEntry], local_dir_root: Path | None = None) -
         dest = Path(e.root) if e.root is not None else destination(e.repo_id, local_dir_root)
         revision = e.revision or DEFAULT_REVISION
         msg = None
-        if (why := revision_problem(revision)) is not None:
+        if (why := revision_reason(revision)) is not None:
             msg = f"invalid revision {revision!r}: {why} (a revision is a branch or tag name, or a 40-hex commit SHA)"
         elif any(part in (".", "..") for part in e.repo_id.split("/")):
             msg = f"invalid repo id {e.repo_id!r}: a '.' or '..' component"
