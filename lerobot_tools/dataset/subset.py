@@ -23,6 +23,10 @@ class EpisodeSubset:
     episodes: tuple[int, ...] | None = None
     excluded: frozenset[int] = frozenset()
 
+    def __post_init__(self) -> None:
+        # membership in O(1): wants() is asked per episode and per file of long episode lists
+        object.__setattr__(self, "_requested", frozenset(self.episodes) if self.episodes is not None else None)
+
     @classmethod
     def of(cls, target: Any) -> EpisodeSubset:
         """The subset of a :class:`~lerobot_tools.dataset.targets.Target` (or a mixture entry): its
@@ -39,7 +43,7 @@ class EpisodeSubset:
         """Whether ``episode_index`` is wanted."""
         if episode_index in self.excluded:
             return False
-        return self.episodes is None or episode_index in self.episodes
+        return self._requested is None or episode_index in self._requested
 
     def select(self, available: Iterable[int]) -> list[int]:
         """The wanted episodes: the requested list (in its order) or ``available`` (all of them), minus the

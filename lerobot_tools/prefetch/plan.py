@@ -25,28 +25,12 @@ from pathlib import Path
 
 from lerobot_tools import _env
 from lerobot_tools.dataset.mixture import SHA_RE, MixtureEntry, revision_reason
+from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.errors import LrtoolError
 from lerobot_tools.prefetch.local import TreeFile
 
 DEFAULT_REVISION = "main"
 META_PREFIX = "meta/"
-
-
-@dataclass(frozen=True)
-class Selector:
-    """The episodes one mixture entry wants: ``episodes`` (None = all) minus ``excluded``."""
-
-    episodes: frozenset[int] | None
-    excluded: frozenset[int] = frozenset()
-
-    @property
-    def whole(self) -> bool:
-        return self.episodes is None and not self.excluded
-
-    def wants(self, episode_index: int) -> bool:
-        if episode_index in self.excluded:
-            return False
-        return self.episodes is None or episode_index in self.episodes
 
 
 @dataclass
@@ -68,7 +52,7 @@ class RepoJob:
     dest: Path
     sources: list[str] = field(default_factory=list)
     specs: list[str] = field(default_factory=list)
-    selectors: list[Selector] = field(default_factory=list)
+    selectors: list[EpisodeSubset] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -106,8 +90,7 @@ def plan_jobs(entries: list[MixtureEntry], local_dir_root: Path | None = None) -
     jobs: list[RepoJob] = []
     by_dest: dict[Path, RepoJob] = {}
     for e in entries:
-        sel = Selector(frozenset(e.episodes) if e.episodes is not None else None,
-                       frozenset(e.excluded_episodes or ()))
+        sel = EpisodeSubset.of(e)
         if e.error:
             jobs.append(RepoJob(e.repo_id, e.revision or DEFAULT_REVISION, e.root or Path(e.spec), [e.source],
                                 [e.spec], [sel], error=e.error))
@@ -148,7 +131,7 @@ def meta_files(tree: dict[str, TreeFile]) -> set[str]:
     return {p for p in tree if p.startswith(META_PREFIX)}
 
 
-def episode_files(dest: Path, selectors: list[Selector]) -> tuple[set[str], list[str]]:
+def episode_files(dest: Path, selectors: list[EpisodeSubset]) -> tuple[set[str], list[str]]:
     """Data and video files holding the selected episodes, read from ``dest/meta``.
 
     Args:
