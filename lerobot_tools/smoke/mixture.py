@@ -29,11 +29,17 @@ from typing import IO, Any
 
 import numpy as np
 
-from lerobot_tools.errors import LrtoolError, UsageError
+from lerobot_tools.errors import LrtoolError
 from lerobot_tools.findings import ERROR, DatasetReport, Finding
 from lerobot_tools.smoke.model import ORDER_CHECK_MAX_FRAMES, TOLERATED, CheckResult, LoaderRun, SmokeOptions
 from lerobot_tools.smoke.monitor import RssMonitor
-from lerobot_tools.smoke.pipeline import _check_batch, _iterate, _percentile, loader_error_line, require_loader_deps
+from lerobot_tools.smoke.pipeline import (
+    _check_batch,
+    _iterate,
+    loader_error_line,
+    require_loader_deps,
+    timed_batches,
+)
 from lerobot_tools.smoke.render import _fmt, _mb, render_runs
 
 #: Mixture errors that do not stop the smoke run: they concern normalisation statistics (X008) and OpenTau's
@@ -157,35 +163,9 @@ def _run(kind: str, mix, opts: SmokeOptions, mon: RssMonitor, labels: set[str], 
     cameras = [n for n, s in mix.schema.common.items() if s.kind == "camera" and mix.decode_video]
     problems: dict[str, set] = {"keys": set(), "video": set(), "tasks": set()}
     got: list[tuple[int, int, int]] = []
-    lat: list[float] = []
-    sizes: list[int] = []
-    mon.reset()
-    t0 = last = time.perf_counter()
-    with _iterate(loader) as it:
-        for _ in range(opts.batches):
-            try:
-                batch = next(it)
-            except StopIteration:
-                break
-            now = time.perf_counter()
-            lat.append(now - last)
-            last = now
-            n = len(batch["dataset_index"])
-            sizes.append(n)
-            run.batches += 1
-            run.samples += n
-            run.decoded_frames += n * len(cameras)
-            _check_batch(batch, spec, labels, cameras, problems)
-            got.extend(_batch_triples(batch))
-    run.seconds = last - t0
-    run.peak_rss_bytes, run.peak_pss_bytes = mon.section_peak, mon.section_peak_pss
-    if lat:
-        run.first_batch_s = lat[0]
-        steady, steady_n = (lat[1:], sum(sizes[1:])) if len(lat) > 1 else (lat, sizes[0])
-        rate = steady_n / max(sum(steady), 1e-9)
-        run.samples_per_s, run.decoded_frames_per_s = rate, rate * len(cameras)
-        ms = [x * 1e3 for x in steady]
-        run.p50_ms, run.p95_ms, run.p99_ms = _percentile(ms, 50), _percentile(ms, 95), _percentile(ms, 99)
+    for batch in timed_batches(loader, run, mon, opts.batches, "dataset_index", len(cameras)):
+        _check_batch(batch, spec, labels, cameras, problems)
+        got.extend(_batch_triples(batch))
     run.checks.append(CheckResult("schema", not problems["keys"], "; ".join(sorted(problems["keys"])[:5])
                                   or f"{len(spec)} common keys with the mixture's dtypes and shapes in every batch"))
     run.checks.append(CheckResult("video-decodes", not problems["video"], "; ".join(sorted(problems["video"])[:5])

@@ -7,7 +7,7 @@ import contextlib
 import time
 import warnings
 from collections import Counter
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -93,6 +93,47 @@ def _percentile(values: list[float], q: float) -> float | None:
     return float(np.percentile(np.asarray(values), q)) if values else None
 
 
+
+def timed_batches(loader, run: LoaderRun, mon: RssMonitor, batches: int, size_key: str,
+                  cameras: int) -> Iterator[dict]:
+    """Draw up to ``batches`` batches from ``loader`` and yield each one for the caller's checks, timing them.
+
+    Counts batches, samples (the length of ``batch[size_key]``) and decoded frames (``cameras`` per sample) into
+    ``run``; once the loader is exhausted or ``batches`` are drawn, sets ``run.seconds``, the section's peak
+    RSS/PSS from ``mon``, the first-batch latency (s) and, over the batches after the first (the only one when
+    there is one), samples/s, decoded frames/s and the p50/p95/p99 batch latency (ms). A batch's latency runs
+    from the end of the previous fetch, so it includes the caller's checks of the previous batch.
+    """
+    lat: list[float] = []
+    sizes: list[int] = []
+    mon.reset()
+    t0 = last = time.perf_counter()
+    with _iterate(loader) as it:
+        for _ in range(batches):
+            try:
+                batch = next(it)
+            except StopIteration:
+                break
+            now = time.perf_counter()
+            lat.append(now - last)
+            last = now
+            n = len(batch[size_key])
+            sizes.append(n)
+            run.batches += 1
+            run.samples += n
+            run.decoded_frames += n * cameras
+            yield batch
+    run.seconds = last - t0
+    run.peak_rss_bytes, run.peak_pss_bytes = mon.section_peak, mon.section_peak_pss
+    if lat:
+        run.first_batch_s = lat[0]
+        steady, steady_samples = (lat[1:], sum(sizes[1:])) if len(lat) > 1 else (lat, sizes[0])
+        rate = steady_samples / max(sum(steady), 1e-9)
+        run.samples_per_s, run.decoded_frames_per_s = rate, rate * cameras
+        ms = [x * 1e3 for x in steady]
+        run.p50_ms, run.p95_ms, run.p99_ms = _percentile(ms, 50), _percentile(ms, 95), _percentile(ms, 99)
+
+
 def _check_batch(batch: dict, spec: dict, labels: set[str], video_keys: list[str], problems: dict[str, set]) -> None:
     import torch
 
@@ -159,41 +200,13 @@ def _run_loader(kind: str, root, episodes, opts: SmokeOptions, mon: RssMonitor, 
         planned = np.asarray(planned, dtype=np.int64)
     problems: dict[str, set] = {"keys": set(), "video": set(), "tasks": set()}
     got_pairs: list[tuple[int, int]] = []
-    lat: list[float] = []
-    sizes: list[int] = []
     no_task = 0
-    mon.reset()
-    t0 = time.perf_counter()
-    last = t0
-    with _iterate(loader) as it:
-        for _ in range(opts.batches):
-            try:
-                batch = next(it)
-            except StopIteration:
-                break
-            now = time.perf_counter()
-            lat.append(now - last)
-            last = now
-            n = len(batch["index"])
-            sizes.append(n)
-            run.batches += 1
-            run.samples += n
-            run.decoded_frames += n * len(ds.video_keys)
-            _check_batch(batch, spec, labels, ds.video_keys, problems)
-            tasks = batch.get("task")
-            no_task += n if tasks is None else sum(1 for t in tasks if t is None)
-            got_pairs.extend(_pairs(batch))
-    run.seconds = last - t0
-    run.peak_rss_bytes, run.peak_pss_bytes = mon.section_peak, mon.section_peak_pss
-    if lat:
-        run.first_batch_s = lat[0]
-        steady, steady_samples = (lat[1:], sum(sizes[1:])) if len(lat) > 1 else (lat, sizes[0])
-        rate = steady_samples / max(sum(steady), 1e-9)
-        run.samples_per_s = rate
-        run.decoded_frames_per_s = rate * len(ds.video_keys)
-        run.p50_ms = _percentile([x * 1e3 for x in steady], 50)
-        run.p95_ms = _percentile([x * 1e3 for x in steady], 95)
-        run.p99_ms = _percentile([x * 1e3 for x in steady], 99)
+    for batch in timed_batches(loader, run, mon, opts.batches, "index", len(ds.video_keys)):
+        n = len(batch["index"])
+        _check_batch(batch, spec, labels, ds.video_keys, problems)
+        tasks = batch.get("task")
+        no_task += n if tasks is None else sum(1 for t in tasks if t is None)
+        got_pairs.extend(_pairs(batch))
     run.checks.append(CheckResult("shapes-dtypes", not problems["keys"],
                                   "; ".join(sorted(problems["keys"])[:5]) or f"{len(spec)} keys match info.json"))
     if ds.video_keys:
