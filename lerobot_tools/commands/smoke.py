@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from lerobot_tools.commands._common import FiniteFloatRange, fail, finish, format_option
@@ -61,17 +59,13 @@ def smoke(target, loader, batches, batch_size, num_workers, world_size, seed, fm
     from lerobot_tools.smoke.mixture import is_mixture_target
 
     if is_mixture_target(target) and not per_dataset:
-        from lerobot_tools.smoke.mixture import render_mixture_json, render_mixture_text, smoke_mixture
+        from lerobot_tools.smoke.mixture import MixtureSmokeRun, smoke_mixture
 
         try:
             rep = smoke_mixture(target, options)
         except LrtoolError as exc:
             fail(str(exc))
-        if fmt == "json":
-            render_mixture_json(rep, sys.stdout)
-        else:
-            render_mixture_text(rep, sys.stdout, color=sys.stdout.isatty())
-        sys.exit(1 if rep.failed else 0)
+        finish(MixtureSmokeRun(rep), fmt)
     try:
         reports = run_smoke([target], options)
     except LrtoolError as exc:

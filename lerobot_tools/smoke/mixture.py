@@ -378,12 +378,24 @@ def render_mixture_text(rep: MixtureSmokeReport, out: IO[str], *, color: bool = 
     out.write(f"Smoke: mixture of {len(rep.validate)} dataset(s): {'FAILED' if rep.failed else 'passed'}\n")
 
 
-def render_mixture_json(rep: MixtureSmokeReport, out: IO[str]) -> None:
-    """One JSON document: ``mixture`` (the report) and ``summary``."""
-    import json
+@dataclass
+class MixtureSmokeRun:
+    """The result of ``lrtool smoke MIXTURE`` in the commands' result protocol (``to_dict``, ``exit_status``,
+    ``render_text``), as :class:`~lerobot_tools.smoke.model.SmokeRun` is for datasets."""
 
-    doc = {"mixture": rep.to_dict(),
-           "summary": {"datasets": len(rep.validate), "failed": rep.failed, "blocked": bool(rep.blocked),
-                       "exit_status": 1 if rep.failed else 0}}
-    json.dump(doc, out, indent=2, ensure_ascii=False)
-    out.write("\n")
+    report: MixtureSmokeReport
+
+    @property
+    def exit_status(self) -> int:
+        """1 when validate blocked the run or any check or loader failed, else 0."""
+        return 1 if self.report.failed else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """One JSON document: ``mixture`` (the report) and ``summary``."""
+        rep = self.report
+        return {"mixture": rep.to_dict(),
+                "summary": {"datasets": len(rep.validate), "failed": rep.failed, "blocked": bool(rep.blocked),
+                            "exit_status": self.exit_status}}
+
+    def render_text(self, out: IO[str], *, color: bool = False) -> None:
+        render_mixture_text(self.report, out, color=color)
