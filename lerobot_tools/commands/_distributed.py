@@ -249,8 +249,16 @@ def _print_merged(job, run_dir: Path, render: dict) -> NoReturn:
              "command again to retry them (completed tasks are skipped)")
     except LrtoolError as exc:
         fail(str(exc))
+    report_merged(job, merged.result, render)
+
+
+def report_merged(job, result, render: dict) -> NoReturn:
+    """Print a merged result as its job renders it (``render``: format and command options) and exit with the
+    job's exit status; a rendering error is one line, exit 2."""
+    from lerobot_tools.errors import LrtoolError
+
     try:
-        status = job.report(merged.result, render, sys.stdout)
+        status = job.report(result, render, sys.stdout)
     except LrtoolError as exc:
         fail(str(exc))
     sys.exit(status)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -43,6 +42,7 @@ def report(paths, fmt, wait, timeout_s, poll_s):
         if len(targets) != 1:
             fail("lrtool report takes one run folder (or: lrtool report merge PARTS...)")
         _wait_for(targets[0], wait, timeout_s, poll_s)
+    from lerobot_tools.commands._distributed import report_merged
     from lerobot_tools.distributed.jobs import get_job
     from lerobot_tools.distributed.parts import merge_parts
     from lerobot_tools.distributed.plan import read_render
@@ -57,11 +57,7 @@ def report(paths, fmt, wait, timeout_s, poll_s):
         job = get_job(merged.command)
     except LrtoolError as exc:
         fail(str(exc))
-    try:
-        status = job.report(merged.result, render, sys.stdout)
-    except LrtoolError as exc:
-        fail(str(exc))
-    sys.exit(status)
+    report_merged(job, merged.result, render)
 
 
 def _wait_for(run_dir: Path, wait: bool, timeout_s: float, poll_s: float) -> None:
