@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from lerobot_tools.diagnose.model import ERROR, INFO, WARNING, Diagnosis
+from lerobot_tools.findings import ERROR, INFO, WARNING
 from lerobot_tools.video.nvdec import NO, UNKNOWN, YES
+
+if TYPE_CHECKING:  # annotations only: the model imports this module lazily to render itself
+    from lerobot_tools.diagnose.model import Diagnosis
 
 
 def _lib_line(lib) -> str:

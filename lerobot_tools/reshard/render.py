@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import Any, IO, Iterator, TYPE_CHECKING
 
-from lerobot_tools.reshard.model import ReshardRun
+if TYPE_CHECKING:  # annotations only: the model imports this module lazily to render itself
+    from lerobot_tools.reshard.model import ReshardRun
+
 
 
 def exit_status(run: ReshardRun) -> int:

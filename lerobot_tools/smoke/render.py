@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from lerobot_tools.smoke.model import CheckResult, LoaderRun, SmokeReport
+if TYPE_CHECKING:  # annotations only: the model imports this module lazily to render itself
+    from lerobot_tools.smoke.model import CheckResult, LoaderRun, SmokeReport
+
 
 
 def exit_status(reports: list[SmokeReport]) -> int:
