@@ -8,6 +8,7 @@ parquet column operations, a task-table rewrite, file moves). Nothing here touch
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -256,3 +257,20 @@ class RepairPlan:
         texts = sorted(self.text_changes, key=lambda c: c.relpath == "meta/info.json")
         out += [c.relpath for c in texts]
         return out
+
+
+def dump_like(old_text: str, obj) -> str:
+    """Serialise ``obj`` as JSON in the style of ``old_text``: its indent (lerobot writes 4 spaces), whether
+    non-ASCII was escaped, and whether it ended with a newline. Key order is the dict's (unchanged keys stay
+    where they were)."""
+    lines = old_text.splitlines()
+    indent = None
+    if len(lines) > 1:
+        second = lines[1]
+        n = len(second) - len(second.lstrip(" "))
+        indent = n if n > 0 else ("\t" if second.startswith("\t") else None)
+    ascii_only = "\\u" in old_text and all(ord(c) < 128 for c in old_text)
+    text = json.dumps(obj, indent=indent, ensure_ascii=ascii_only)
+    if old_text.endswith("\n"):
+        text += "\n"
+    return text

@@ -20,7 +20,7 @@ from lerobot_tools.errors import DatasetError
 from lerobot_tools.findings import Finding
 from lerobot_tools.repair import fixes
 from lerobot_tools.repair.model import (
-    Disposition, RepairOptions, RepairPlan, TextChange, Unrepairable,
+    Disposition, RepairOptions, RepairPlan, TextChange, Unrepairable, dump_like,
 )
 
 #: check ID -> the repair lrtool applies, from the catalogue (``Check.repair == "auto"``, ``repair_note``).
@@ -115,23 +115,6 @@ def plan_repair(target: Target, options: RepairOptions | None = None) -> RepairP
 
 
 # ---------------------------------------------------------------------- concrete changes
-def dump_like(old_text: str, obj) -> str:
-    """Serialise ``obj`` as JSON in the style of ``old_text``: its indent (lerobot writes 4 spaces), whether
-    non-ASCII was escaped, and whether it ended with a newline. Key order is the dict's (unchanged keys stay
-    where they were)."""
-    lines = old_text.splitlines()
-    indent = None
-    if len(lines) > 1:
-        second = lines[1]
-        n = len(second) - len(second.lstrip(" "))
-        indent = n if n > 0 else ("\t" if second.startswith("\t") else None)
-    ascii_only = "\\u" in old_text and all(ord(c) < 128 for c in old_text)
-    text = json.dumps(obj, indent=indent, ensure_ascii=ascii_only)
-    if old_text.endswith("\n"):
-        text += "\n"
-    return text
-
-
 def keys_preserved(old, new, where: str = "") -> None:
     """Raise ValueError when a key of a JSON object in ``old`` is missing at the same place in ``new``
     (recursively through objects): repair never drops an info.json key, known or unknown."""

@@ -33,7 +33,7 @@ from lerobot_tools.checks.stats.compute import (
 from lerobot_tools.checks.stats.deep import _as_matrix, numeric_columns
 from lerobot_tools.checks.stats.meta import stale_stats
 from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH
-from lerobot_tools.repair.model import TextChange
+from lerobot_tools.repair.model import TextChange, dump_like
 
 #: the checks this fix answers
 STATS_CHECKS = ("G003", "G004", "G005", "G006", "G007", "G008", "G010")
@@ -297,7 +297,6 @@ def fix_stats(rc) -> None:
         pf.close()
 
     # ------------------------------------------------------------ per-episode changes, then the aggregate
-    changed_features = {n for eps in replaced.values() for n in eps}
     aggregates: dict[str, RunningAggregate] = {}
     if reader.kind is not None:
         for row in reader:
@@ -335,8 +334,6 @@ def fix_stats(rc) -> None:
         new_global, global_changed = _global(ds, gstats, aggregates, feats)
         if global_changed:
             old_text = (ds.root / STATS_PATH).read_text(encoding="utf-8")
-            from lerobot_tools.repair.plan import dump_like
-
             new_text = dump_like(old_text if old_text.strip() else "{\n    }", new_global)
             expected = json.loads(json.dumps(new_global))
 

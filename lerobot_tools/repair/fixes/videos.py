@@ -4,8 +4,6 @@ neighbouring layout that holds the files (or the files moved with ``--move-files
 
 from __future__ import annotations
 
-from typing import Any
-
 from lerobot_tools.dataset import templates as tpl
 from lerobot_tools.dataset.model import INFO_PATH
 from lerobot_tools.dataset.relocate import NEIGHBOUR_TEMPLATES, expected_from_paths, locate_missing
