@@ -3,7 +3,7 @@
 Prints
 
 1. per clip and overall, the median per-file header probe time (``probe_video``: sniff + MP4 box walk + PyAV
-   header, no decode) — target (issue 4): median under 10 ms per file;
+   header, no decode) — target: median under 10 ms per file;
 2. CPU decode frames/s by codec, one core, RGB output, for torchcodec and PyAV: random access (the
    diagnose-decode decode test: K seeded random frames, one decoder, ``get_frame_at`` per frame) and
    sequential (every frame in order);

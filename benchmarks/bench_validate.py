@@ -1,7 +1,7 @@
 """Benchmark `lrtool validate` on a synthetic mixture of N datasets x 20 data files (default mode: metadata,
 parquet footers, file sniffing, MP4 box walks, one PyAV header per video key).
 
-Target (issue 2): 400 datasets x 20 data files validate in under 20 s on a 2-core machine.
+Target: 400 datasets x 20 data files validate in under 20 s on a 2-core machine.
 Prints datasets/s and peak RSS, for --jobs 1 and --jobs 2.
 
     python benchmarks/bench_validate.py [--datasets 400] [--keep DIR]

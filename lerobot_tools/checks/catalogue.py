@@ -153,7 +153,7 @@ _CHECKS = [
                     "files)")),
     Check("I009", "camera-names", WARNING, "A camera feature's names are not [height, width, channels].",
           "Image/video features declare names ['height','width','channels'] (or 'channel').",
-          "lerobot's dataset_to_policy_features raises TypeError on names: null (issue #3786) and treats "
+          "lerobot's dataset_to_policy_features raises TypeError on names: null (huggingface/lerobot GitHub issue #3786) and treats "
           "other names as CHW, silently mis-permuting HWC images (pitfalls A9).",
           "Set names to [\"height\", \"width\", \"channels\"] for HWC shapes."),
     Check("I010", "default-features", WARNING, "A default feature is missing or has the wrong dtype.",
@@ -302,7 +302,7 @@ _CHECKS = [
     Check("C006", "index-ranges", ERROR, "v3.0 dataset_from_index / dataset_to_index are not contiguous.",
           "to - from == length; ranges ascending and back to back from 0; the last ends at total_frames "
           "(lerobot-format §14 I2, I3; pitfalls C1-C3).",
-          "Padding masks true almost everywhere (#1919) or KeyError in _absolute_to_relative_idx.",
+          "Padding masks true almost everywhere (huggingface/lerobot GitHub issue #1919) or KeyError in _absolute_to_relative_idx.",
           "Recompute the ranges from the episode lengths; not applied automatically.",
           **_manual("index ranges need recomputing with the data re-checked")),
     Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",
