@@ -45,7 +45,7 @@ class Finding:
         path: the file concerned, relative to the dataset root (None for dataset-level findings).
         message: one line saying what is wrong.
         count: how many occurrences this finding stands for (grouped findings > 1).
-        paths: up to three example paths of a grouped finding.
+        paths: up to three example paths (distinct files) of a grouped finding.
         known: True when the finding is in the ``--baseline`` file (then it does not fail the run).
         group: grouping key and title (findings of one check with the same key merge; the merged message
             names it when the members' messages differ); not serialised.
@@ -203,10 +203,12 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
     episode, which value, which limit), followed by the count, the group's title when the members' messages
     differ, and the first paths: ``"episode 3 (cam): to_timestamp 9.5 s is past the end of the video (9.4 s)
     (4 occurrences: episode video segments of cam do not fit their files; e.g. a.mp4, b.mp4, c.mp4 and 1 more)"``.
+    The example paths are distinct files (several occurrences may concern one file); "and N more" counts files.
     """
     out: list[Finding] = []
     index: dict[tuple[str, str, str], Finding] = {}
     same_message: dict[int, bool] = {}  # id(head) -> every member's message equals the first one's
+    files: dict[int, set[str]] = {}  # id(head) -> the distinct paths of its members
     for f in findings:
         if f.group is None:
             out.append(f)
@@ -218,18 +220,22 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
                            paths=[f.path] if f.path else [], known=f.known, group=f.group, subject=dict(f.subject))
             index[key] = head
             same_message[id(head)] = True
+            files[id(head)] = {f.path} if f.path else set()
             out.append(head)
             continue
         head.count += 1
         same_message[id(head)] = same_message[id(head)] and f.message == head.message
         head.known = head.known and f.known
         head.subject = {k: v for k, v in head.subject.items() if f.subject.get(k) == v}
-        if f.path and len(head.paths) < MAX_EXAMPLE_PATHS:
-            head.paths.append(f.path)
+        if f.path:
+            files[id(head)].add(f.path)
+            if f.path not in head.paths and len(head.paths) < MAX_EXAMPLE_PATHS:
+                head.paths.append(f.path)
     for f in out:
         if f.group is not None and f.count > 1:
             shown = ", ".join(f.paths)
-            more = f" and {f.count - len(f.paths)} more" if f.count > len(f.paths) else ""
+            n_files = len(files[id(f)])
+            more = f" and {n_files - len(f.paths)} more" if n_files > len(f.paths) else ""
             what = f"{f.count} occurrences" if same_message[id(f)] else f"{f.count} occurrences: {f.group}"
             f.message = f"{f.message} ({what}; e.g. {shown}{more})" if shown else f"{f.message} ({what})"
     return out

@@ -607,6 +607,12 @@ def defect_present(name: str) -> bool:
     if name == "broken_stats_shape":
         stats = json.loads((d / "meta/stats.json").read_text())
         return len(stats["action"]["mean"]) == 5 and _info(name)["features"]["action"]["shape"] == [6]
+    if name == "broken_segment_convention":
+        rows = [r for f in sorted((d / "meta/episodes").glob("*/*.parquet")) for r in pq.read_table(f).to_pylist()]
+        k = f"videos/{FRONT}"
+        return all(abs(r[f"{k}/to_timestamp"] - r[f"{k}/from_timestamp"] - (r["length"] - 1) / 30) < 1e-9 for r in rows)
+    if name == "broken_splits":
+        return _info(name)["splits"] == {"train": "0:1", "test": "2:4"} and _info(name)["total_episodes"] == 2
     if name.startswith("mixpart_"):
         return _mixpart_present(name)
     raise AssertionError(f"no probe for fixture {name}")

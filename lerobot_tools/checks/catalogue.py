@@ -411,17 +411,35 @@ _CHECKS = [
           "`lrtool repair` updates the declaration from the probed stream.",
           **_auto("fix_video_declarations", "video.codec / video.pix_fmt / video.fps / shape taken from the probed "
                                             "streams when every file agrees")),
-    Check("F010", "video-duration", ERROR, "An episode's video segment runs past the end of its mp4.",
-          "v3.0: each episode's to_timestamp is within the video duration (half a frame of slack), "
-          "and segments of one file are back to back (pitfalls C4, D3, D6).",
-          "torchcodec raises IndexError: Invalid frame index, or FrameTimestampError with timestamps far apart.",
-          "Re-encode or re-concatenate the video; not mechanical.",
-          **_manual("the video is shorter than its episodes; only re-encoding fixes it")),
+    Check("F010", "video-duration", ERROR, "An episode's frame queries miss the frames of its mp4.",
+          "Per episode and camera, every frame query lands on a frame of the file: lerobot decodes frame k of an "
+          "episode at from_timestamp + k / fps (v2.x: k / fps in the episode's own file) and the file holds its "
+          "sample count of frames at j / fps. An error when from_timestamp is off the frame grid by more than "
+          "tolerance_s, when the last query is past the last frame, when an episode's frames overlap the "
+          "previous episode's, when a file's first episode does not start at 0 or frames are skipped between "
+          "segments, or when to_timestamp - from_timestamp is more than one frame off length / fps (pitfalls C4, "
+          "D3, D6). Up to one frame off with every query landing is F012.",
+          "lerobot 0.4.4 dataset_reader _query_videos -> decode_video_frames: torchcodec raises IndexError: Invalid "
+          "frame index past the last frame, both backends raise FrameTimestampError for a query off the grid; "
+          "overlapping segments silently return the previous episode's frames.",
+          "Re-encode or re-concatenate the video, or correct the episode metadata; not mechanical.",
+          **_manual("the video and its episode metadata disagree; a person decides which is right")),
     Check("F011", "images-staging", WARNING, "An images/ staging folder is left in a finished dataset.",
           "images/ (PNG staging during recording) is absent or empty.",
           "A sign of an interrupted recording: episodes may be missing frames or videos (pitfalls E1).",
           "Check the last episodes; delete images/ once the videos are complete.",
           **_manual("staged images of an interrupted recording need a person to check")),
+    Check("F012", "video-segment-convention", WARNING,
+          "An episode's video segment is up to one frame longer or shorter than its frames.",
+          "v3.0: to_timestamp - from_timestamp is more than half a frame but at most one frame off length / fps, "
+          "while every frame query from_timestamp + k / fps lands on a frame of the file within tolerance_s (checked "
+          "per episode, as F010 does). The message names the writer convention: to_timestamp at the last frame's "
+          "timestamp, or the container duration of the episode's mp4 counting one frame more.",
+          "The loaders read frames at from_timestamp + timestamp only (lerobot 0.4.4 _query_videos), so the "
+          "dataset loads and decodes the right frames; tools that cut or concatenate files by to_timestamp "
+          "(lerobot dataset_tools checks round(to * fps) - round(from * fps) == length) disagree by one frame.",
+          "Nothing is needed to train; set to_timestamp = from_timestamp + length / fps if such a tool needs it.",
+          **_manual("a writer convention loaders accept; nothing to repair")),
     # ------------------------------------------------------------------ R: row groups
     Check("R001", "row-group-spans-episodes", WARNING, "A row group holds rows of several episodes.",
           "Per row group, episode_index min == max (footer statistics).",

@@ -153,7 +153,8 @@ def _check_splits(ctx: CheckContext, on_disk: int | None) -> None:
         refs = refs[:1]
     for name, (a, b) in ranges.items():
         if all(b > n for n, _ in refs):
-            known = " and ".join(f"{n} in {what}" for n, what in refs)
+            known = " and ".join(f"total_episodes = {n}" if what == "total_episodes" else f"{n} in {what}"
+                                 for n, what in refs)
             ctx.emit("C008", f"splits[{name!r}] = '{a}:{b}' points past the last episode ({known}); a split-aware "
                      f"reader asks for episodes that do not exist", INFO_PATH, key="splits")
     covered: set[int] = set()
@@ -163,7 +164,8 @@ def _check_splits(ctx: CheckContext, on_disk: int | None) -> None:
     if all(out for _, _, out in left):
         n, what, out = left[0]
         shown = ", ".join(map(str, out[:5])) + (f" and {len(out) - 5} more" if len(out) > 5 else "")
-        ctx.emit("C008", f"splits leave {len(out)} of the {n} episode(s) ({what}) out of every split: episode(s) "
+        src = "total_episodes" if what == "total_episodes" else what
+        ctx.emit("C008", f"splits leave {len(out)} of the {n} episode(s) of {src} out of every split: episode(s) "
                  f"{shown}", INFO_PATH, key="splits")
 
 

@@ -142,52 +142,106 @@ def _check_declarations(ctx: CheckContext, probes: dict) -> None:
             ctx.emit("F009", msg, rel, group=msg, video_key=vf.video_key, key=m.field)
 
 
+def _lands(q: int, fps: float, frames: int | None, duration: float | None) -> bool:
+    """Whether the frame query with index ``q`` (time ``q / fps`` in the file) hits a frame of the file: the file
+    holds ``frames`` frames at ``k / fps`` (from the MP4 sample table), else ``duration`` seconds of them."""
+    if frames is not None:
+        return q <= frames - 1
+    return duration is not None and (q + 1) / fps <= duration + 0.5 / fps
+
+
+def _segment_convention(d_frames: float) -> str:
+    """Name the writer convention of a segment ``d_frames`` frames off ``length / fps``."""
+    if abs(d_frames + 1) < 0.05:
+        return "to_timestamp is the last frame's timestamp, from_timestamp + (length - 1) / fps"
+    if abs(d_frames - 1) < 0.05:
+        return "the segment counts one frame more than the episode, e.g. the container duration of its mp4"
+    return "to_timestamp - from_timestamp is the container duration of the episode's mp4, not length / fps"
+
+
 def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
-    """F010: every episode's frames lie inside its video file, on the frame grid."""
+    """F010 / F012: every frame query of every episode lands on a frame of its video file.
+
+    A loader locates frame ``k`` of an episode at ``from_timestamp + k / fps`` in the file (v2.x: ``k / fps``
+    in the episode's own file) and fails unless a frame lies within ``tolerance_s`` (lerobot-format §10.3).
+    Per episode and camera (frames at ``j / fps``, ``j < `` the file's sample count): F010 (error) when a query
+    misses (``from_timestamp`` off the frame grid, the last query past the last frame), when the episode's
+    frames overlap the previous episode's (the loader silently reads the other episode's frames), when a
+    file's first episode does not start at 0 or frames are skipped between segments, or when
+    ``to_timestamp - from_timestamp`` is more than one frame off ``length / fps``. F012 (warning) when the
+    segment is more than half a frame but at most one frame off while every query lands: a writer convention
+    (``to_timestamp`` at the last frame's timestamp, or the container duration), named in the message.
+    """
     ds = ctx.dataset
     fps = ds.fps
     if not fps:
         ctx.skip("F010", "info.json fps is not a valid frame rate")
         return
     half = 0.5 / fps
+    frame = 1.0 / fps
     tol = ctx.options.tolerance_s
     by_ep = {e.episode_index: e for e in ds.episodes}
     for rel, (vf, p, _) in probes.items():
         dur = p.duration_s
-        if dur is None:
+        n = p.frame_count
+        if dur is None and n is None:
             continue
+        key = vf.video_key
         if ds.layout == "v2":
             e = by_ep.get(vf.episodes[0]) if vf.episodes else None
-            if e and e.length is not None and e.length / fps > dur + half:
+            if e and e.length and not _lands(e.length - 1, fps, n, dur):
+                held = f"holds {n} frames" if n is not None else f"lasts {dur:.3f} s"
                 ctx.emit("F010", f"episode {e.episode_index} has {e.length} frames ({e.length / fps:.3f} s) but its "
-                         f"{vf.video_key} video lasts {dur:.3f} s", rel, group="videos are shorter than their episodes",
-                         video_key=vf.video_key, episode=e.episode_index)
+                         f"{key} video {held}: the last frame queries land past the end", rel,
+                         group="videos are shorter than their episodes", video_key=key, episode=e.episode_index)
             continue
         segs = []
         for ep in vf.episodes:
             e = by_ep.get(ep)
-            seg = e.videos.get(vf.video_key) if e else None
+            seg = e.videos.get(key) if e else None
             if seg is None or seg.from_timestamp is None or seg.to_timestamp is None:
                 continue
             segs.append((seg.from_timestamp, seg.to_timestamp, e))
         segs.sort(key=lambda s: s[0])
+        prev_end = prev_b = None  # frame index where the previous episode's frames end; its to_timestamp
         for i, (a, b, e) in enumerate(segs):
-            problem = None
-            if b > dur + half:
+            length = e.length
+            s0 = round(a * fps)
+            off = abs(a * fps - s0) / fps
+            problem = convention = None
+            d = (b - a) - length / fps if length is not None else None
+            if off > tol:
+                problem = (f"from_timestamp {a:.6f} s is {off:.2e} s off the 1/{fps:g} s frame grid: every frame of the "
+                           "episode misses by more than tolerance_s")
+            elif length is not None and length > 0 and not _lands(s0 + length - 1, fps, n, dur):
+                held = f"{n} frames" if n is not None else f"{dur:.4f} s"
+                problem = (f"its last frame query (from_timestamp + {length - 1}/{fps:g} = "
+                           f"{a + (length - 1) / fps:.4f} s) is past the last frame of the video ({held})")
+            elif length is None and dur is not None and b > dur + half:
                 problem = f"to_timestamp {b:.4f} s is past the end of the video ({dur:.4f} s)"
-            elif abs(a * fps - round(a * fps)) / fps > tol:
-                problem = (f"from_timestamp {a:.6f} s is {abs(a * fps - round(a * fps)) / fps:.2e} s off the 1/{fps:g} s "
-                           f"frame grid: every frame of the episode misses by more than tolerance_s")
-            elif e.length is not None and abs((b - a) - e.length / fps) > half:
-                problem = f"segment lasts {b - a:.4f} s but the episode has {e.length} frames ({e.length / fps:.4f} s)"
-            elif i == 0 and a > half:
+            elif prev_end is not None and s0 < prev_end:
+                problem = (f"from_timestamp {a:.4f} s is frame {s0}, but the previous episode's frames run to frame "
+                           f"{prev_end - 1}: {prev_end - s0} frame(s) are read for both episodes")
+            elif i == 0 and s0 > 0:
                 problem = f"the first episode in the file starts at {a:.4f} s, not 0"
-            elif i > 0 and abs(a - segs[i - 1][1]) > half:
-                problem = f"from_timestamp {a:.4f} s does not follow the previous episode's to_timestamp {segs[i - 1][1]:.4f} s"
+            elif prev_end is not None and s0 > prev_end and abs(a - prev_b) > half:
+                problem = f"from_timestamp {a:.4f} s does not follow the previous episode's to_timestamp {prev_b:.4f} s"
+            elif d is not None and abs(d) > frame + tol:
+                problem = f"segment lasts {b - a:.4f} s but the episode has {length} frames ({length / fps:.4f} s)"
+            elif d is not None and abs(d) > half:
+                convention = _segment_convention(d * fps)
             if problem:
-                ctx.emit("F010", f"episode {e.episode_index} ({vf.video_key}): {problem}", rel,
-                         group=f"episode video segments of {vf.video_key} do not fit their files",
-                         video_key=vf.video_key, episode=e.episode_index)
+                ctx.emit("F010", f"episode {e.episode_index} ({key}): {problem}", rel,
+                         group=f"episode video segments of {key} do not fit their files", video_key=key,
+                         episode=e.episode_index)
+            elif convention:
+                ctx.emit("F012", f"episode {e.episode_index} ({key}): to_timestamp - from_timestamp = {b - a:.4f} s is "
+                         f"{d * fps:+.2f} frame off length / fps = {length / fps:.4f} s ({convention}); every frame "
+                         f"query from_timestamp + k/{fps:g} lands on a frame within tolerance_s", rel,
+                         group=f"episode video segments of {key} follow a one-frame-off convention", video_key=key,
+                         episode=e.episode_index)
+            prev_end = s0 + length if length is not None else round(b * fps)
+            prev_b = b
     if missing:
         ctx.skip("F010 (missing videos)", f"{len(missing)} video file(s) missing, their segments not checked")
 
