@@ -100,7 +100,7 @@ def test_episodes_lfs_with_a_missing_data_file_and_wrong_splits_reports_only_tru
     r = report(root)
     assert loud(r) == [
         ("C008", "warning", "meta/info.json",
-         "splits leave 1 of the 3 episode(s) (total_episodes) out of every split: episode(s) 2", 1),
+         "splits leave 1 of the 3 episode(s) of total_episodes out of every split: episode(s) 2", 1),
         ("F001", "error", "data/chunk-000/episode_000002.parquet",
          "data file for episode 2 is missing (named by data_path and info.json total_episodes = 3)", 1),
         ("F004", "error", "meta/episodes.jsonl",
