@@ -122,6 +122,39 @@ def test_move_files_moves_what_was_found_and_reports_the_rest(tmp_path):
     assert sha(root / f"video/{FRONT}/chunk-000/file-000.mp4") == originals["file-000.mp4"]
 
 
+def test_data_file_in_another_chunk_folder_is_moved_back_with_move_files(tmp_path):
+    root = tmp_path / "ds"
+    shutil.copytree(DS / "broken_data_elsewhere", root)
+    found = root / "data/chunk-001/file-002.parquet"
+    digest = sha(found)
+    dry = repair(root, dry_run=True)
+    (d,) = [d for d in dry.plan.dispositions if d.finding.check == "F001"]
+    assert d.action == "not-repairable" and "--move-files" in d.todo
+    assert "1 of the 1 missing data file(s) are under another chunk folder" in d.reason
+    assert found.is_file() and not (root / "data/chunk-000/file-002.parquet").exists()  # dry run moved nothing
+    res = repair(root, move_files=True)
+    (rep,) = [r for r in res.plan.repairs if r.check == "F001"]
+    assert rep.summary.startswith("move 1 data file(s) from another chunk folder to where data_path points")
+    assert res.status == 0 and sha(root / "data/chunk-000/file-002.parquet") == digest and not found.exists()
+    assert loud(report(root)) == []
+    assert CliRunner().invoke(cli, ["repair", "--undo", str(root)]).exit_code == 0
+    assert sha(found) == digest and not (root / "data/chunk-000/file-002.parquet").exists()
+
+
+def test_moved_files_findings_do_not_count_as_worse_but_other_growth_does():
+    from lerobot_tools.findings import DatasetReport, Finding
+    from lerobot_tools.repair.apply import compare
+
+    def rep(*paths):
+        return DatasetReport(target="t", root=None, codebase_version="v3.0", findings=[
+            Finding("R003", "info", None, "no page index", count=len(paths), paths=list(paths), group="no page index")])
+
+    before, after = rep("a", "b"), rep("a", "b", "c")
+    assert compare(before, after, frozenset({"c"}))[3] == []
+    assert compare(before, after)[3] == ["R003/info"]
+    assert compare(before, rep("a", "b", "d"), frozenset({"c"}))[3] == ["R003/info"]
+
+
 def test_video_path_pointed_at_a_partly_found_layout(tmp_path):
     root = tmp_path / "ds"
     shutil.copytree(DS / "broken_video_path", root)

@@ -354,8 +354,10 @@ _CHECKS = [
           "under the neighbouring layouts (another top folder, another chunk folder) and the finding says where "
           "and how many.",
           "lerobot sees the episode as not cached and tries to download it from the Hub (lerobot-format §14 I8).",
-          "Re-download the dataset (`lrtool prefetch`), or move the files found elsewhere to where data_path points.",
-          **_manual("a missing data file cannot be recreated")),
+          "Re-download the dataset (`lrtool prefetch`); if validate found the files in a neighbouring layout, "
+          "`lrtool repair --move-files` moves them to where data_path points.",
+          **_auto("fix_data_files", "with --move-files only: the data files found in a neighbouring layout moved to "
+                                    "where data_path points; a data file found nowhere cannot be recreated")),
     Check("F002", "video-file-missing", ERROR, "A video file the metadata references is missing.",
           "Every mp4 implied by the episode metadata and video_path exists; a missing one is looked for under the "
           "neighbouring layouts, and the finding says where and how many (`43 of the 50 expected video files are "

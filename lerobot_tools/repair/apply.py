@@ -87,12 +87,16 @@ def _key(f: Finding) -> tuple[str, str, str]:
     return f.check, f.severity, f.group or f.message
 
 
-def compare(before: DatasetReport, after: DatasetReport) -> tuple[list[Finding], list[Finding], list[Finding], list[str]]:
+def compare(before: DatasetReport, after: DatasetReport, arrived: frozenset[str] = frozenset()
+            ) -> tuple[list[Finding], list[Finding], list[Finding], list[str]]:
     """``(gone, remaining, new, worse)`` between two reports of one dataset.
 
     A finding is identified by check, severity and its grouping key (or message). ``worse`` lists the
     ``check/severity`` pairs whose number of occurrences grew: messages may change (a count in them), but
-    more occurrences of a check means the repair broke something.
+    more occurrences of a check means the repair broke something. Occurrences about a file in ``arrived``
+    (files the repair moved into place: missing before, so the checks of their content could not run) are not
+    counted as growth: the file's bytes are unchanged, and what validate now says about them it could not say
+    before (a grouped finding counts one occurrence per arrived file among its example paths).
     """
     after_keys = {_key(f) for f in after.findings}
     before_keys = {_key(f) for f in before.findings}
@@ -100,14 +104,17 @@ def compare(before: DatasetReport, after: DatasetReport) -> tuple[list[Finding],
     remaining = [f for f in before.findings if _key(f) in after_keys]
     new = [f for f in after.findings if _key(f) not in before_keys]
 
-    def counts(r: DatasetReport) -> dict[str, int]:
+    def counts(r: DatasetReport, discount: bool) -> dict[str, int]:
         out: dict[str, int] = {}
         for f in r.findings:
             k = f"{f.check}/{f.severity}"
-            out[k] = out.get(k, 0) + f.count
+            n = f.count
+            if discount and arrived:
+                n -= len({p for p in (f.paths or ([f.path] if f.path else [])) if p in arrived})
+            out[k] = out.get(k, 0) + max(n, 0)
         return out
 
-    cb, ca = counts(before), counts(after)
+    cb, ca = counts(before, False), counts(after, True)
     worse = sorted(k for k, n in ca.items() if n > cb.get(k, 0))
     return gone, remaining, new, worse
 
@@ -250,7 +257,8 @@ def apply_plan(plan: RepairPlan, target: Target, options: RepairOptions | None =
     result.applied = True
     after = validate_target(target, options.validate_options())
     result.after = after
-    result.gone, result.remaining, result.new, result.worse = compare(plan.before, after)
+    arrived = frozenset(m.dst for m in plan.moves)
+    result.gone, result.remaining, result.new, result.worse = compare(plan.before, after, arrived)
     if result.worse:
         try:
             backup.restore(root, bdir, force=True)

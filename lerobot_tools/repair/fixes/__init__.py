@@ -8,7 +8,7 @@ only from files that can be read, a declaration is taken from the data only when
 a list is cast to a fixed size only after every row's length was checked.
 
 Modules, one per fix family: :mod:`.context` (:class:`RepairContext`), :mod:`.declarations` (I005, I006, I007,
-S002), :mod:`.casts` (S003, S004, S005, S007), :mod:`.videos` (F002, F009), :mod:`.tasks` (T002, T004,
+S002), :mod:`.casts` (S003, S004, S005, S007), :mod:`.files` (F001, and the file moves F002 shares), :mod:`.videos` (F002, F009), :mod:`.tasks` (T002, T004,
 T007), :mod:`.counters` (C001-C003, C008, T006), :mod:`.metadata` (S006 and the final metadata update),
 :mod:`.stats` (G003-G008, G010: statistics recomputed from the data).
 :data:`FIXES` lists them in the order they run.
@@ -25,6 +25,7 @@ from typing import Callable
 from lerobot_tools.repair.fixes.casts import fix_dtype, fix_shape, fix_variable_lists
 from lerobot_tools.repair.fixes.context import RepairContext
 from lerobot_tools.repair.fixes.counters import fix_counters
+from lerobot_tools.repair.fixes.files import fix_data_files
 from lerobot_tools.repair.fixes.declarations import (
     LANGUAGE_COLUMNS, feature_from_arrow, fix_feature_invalid, fix_fps, fix_names, fix_undeclared,
 )
@@ -34,7 +35,7 @@ from lerobot_tools.repair.fixes.tasks import fix_tasks
 from lerobot_tools.repair.fixes.videos import NEIGHBOUR_VIDEO_TEMPLATES, fix_video_declarations, fix_video_path
 
 __all__ = [
-    "FIXES", "LANGUAGE_COLUMNS", "NEIGHBOUR_VIDEO_TEMPLATES", "RepairContext", "feature_from_arrow", "finalize",
+    "FIXES", "LANGUAGE_COLUMNS", "fix_data_files", "NEIGHBOUR_VIDEO_TEMPLATES", "RepairContext", "feature_from_arrow", "finalize",
     "fix_counters", "fix_dtype", "fix_feature_invalid", "fix_fps", "fix_hf_metadata", "fix_names", "fix_shape",
     "fix_stats",
     "fix_tasks", "fix_undeclared", "fix_variable_lists", "fix_video_declarations", "fix_video_path",
@@ -53,6 +54,7 @@ FIXES: list[tuple[tuple[str, ...], Callable[[RepairContext], None]]] = [
     (("S005",), fix_variable_lists),
     (("S003",), fix_dtype),
     (("F009",), fix_video_declarations),
+    (("F001",), fix_data_files),
     (("F002",), fix_video_path),
     (("T004", "T007", "T002"), fix_tasks),
     (("C001", "C002", "T006", "C003", "C008"), fix_counters),

@@ -9,7 +9,7 @@ from lerobot_tools.dataset.model import INFO_PATH
 from lerobot_tools.dataset.relocate import NEIGHBOUR_TEMPLATES, expected_from_paths, locate_missing
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.repair.fixes.context import RepairContext
-from lerobot_tools.repair.model import Move
+from lerobot_tools.repair.fixes.files import plan_moves
 from lerobot_tools.sniff import sniff
 
 
@@ -137,19 +137,7 @@ def fix_video_path(rc: RepairContext) -> None:
     pairs = [pair for lay in reloc.layouts for pair in lay.pairs]
     rest = (f"; {len(reloc.absent)} absent everywhere stay missing (e.g. {reloc.absent[0]})" if reloc.absent else "")
     if rc.options.move_files:
-        problems = tpl.template_problems(current, layout=ds.layout, video=True)
-        if problems:
-            rc.cannot("F002", f"video_path {current!r} {problems[0]}", "fix video_path, then rerun")
-            return
-        clash = [a for a, _ in pairs if (ds.root / a).exists()]
-        if clash:
-            rc.cannot("F002", f"{clash[0]} already exists", "move it away, then rerun")
-            return
-        for a, b in pairs:
-            rc.moves.append(Move(src=b, dst=a, check="F002"))
-        where = ", ".join(lay.where for lay in reloc.layouts)
-        rc.repair("F002", f"move {len(pairs)} video file(s) from {where} to where video_path points ({current!r}){rest}",
-                  [b for _, b in pairs] + [a for a, _ in pairs])
+        plan_moves(rc, "F002", "video", current, reloc)
         return
     lay = reloc.single_template
     if lay is None:
@@ -169,3 +157,4 @@ def fix_video_path(rc: RepairContext) -> None:
     rc.info["video_path"] = lay.template
     rc.repair("F002", f"video_path {current!r} -> {lay.template!r} (where {len(pairs)} of the {len(expected)} "
               f"referenced video files are){rest}", [INFO_PATH])
+

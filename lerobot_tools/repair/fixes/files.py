@@ -1,0 +1,79 @@
+"""File fixes: F001 data files found in a neighbouring layout moved to where ``data_path`` points
+(``--move-files``), and :func:`plan_moves`, which the video fix (F002) shares.
+
+Why data files are moved rather than ``data_path`` rewritten: lerobot 0.4.4's v3.0 loader reads every
+``data/*/*.parquet`` whatever ``data_path`` says (``src/lerobot/datasets/lerobot_dataset.py``,
+``LeRobotDataset.load_hf_dataset`` calling ``src/lerobot/datasets/utils.py``, ``load_nested_dataset``), while
+readers that follow ``data_path`` (lrtool's own loaders, v2.1 readers such as OpenTau's) look only where it
+points; a template pointing at another top folder would satisfy the second and not the first.
+"""
+
+from __future__ import annotations
+
+from lerobot_tools.dataset import templates as tpl
+from lerobot_tools.dataset.relocate import Relocation, expected_from_paths, locate_missing
+from lerobot_tools.errors import DatasetError
+from lerobot_tools.repair.fixes.context import RepairContext
+from lerobot_tools.repair.model import Move
+from lerobot_tools.sniff import sniff
+
+
+def fix_data_files(rc: RepairContext) -> None:
+    """F001: referenced data files missing where ``data_path`` points, found under a neighbouring layout
+    (another top folder, another chunk folder: the same search as validate,
+    :func:`lerobot_tools.dataset.relocate.locate_missing`). With ``--move-files`` every file found is moved to
+    where ``data_path`` points; without it nothing is planned and the repair says to rerun with it. Files absent
+    everywhere stay missing (a data file cannot be recreated)."""
+    ds = rc.ds
+    if not rc.options.selected("F001") or not rc.findings("F001"):
+        return
+    template = ds.data_path
+    todo = "restore the missing data files (re-download them: `lrtool prefetch` or `hf download`)"
+    if not isinstance(template, str):
+        rc.cannot("F001", "data_path is not set", todo)
+        return
+    try:
+        files = ds.data_files()
+    except DatasetError as exc:
+        rc.cannot("F001", exc.message, todo)
+        return
+    expected = expected_from_paths(template, [df.relpath for df in files])
+    if len(expected) != len(files):
+        rc.cannot("F001", f"data_path {template!r} cannot be read back from the referenced paths", todo)
+        return
+    missing = [e for e in expected if sniff(ds.path(e.relpath)).kind == "missing"]
+    if not missing:
+        return
+    reloc = locate_missing(ds.root, template, ds.layout or "", "data", expected, missing)
+    if not reloc.layouts:
+        rc.cannot("F001", f"the {len(missing)} missing data file(s) are in no neighbouring layout", todo)
+        return
+    if not rc.options.move_files:
+        rc.cannot("F001", f"{reloc.found} of the {len(missing)} missing data file(s) are under "
+                  f"{', '.join(lay.where for lay in reloc.layouts)}; loaders read data files only where data_path "
+                  "points", "rerun with --move-files to move them there")
+        return
+    plan_moves(rc, "F001", "data", template, reloc)
+
+
+def plan_moves(rc: RepairContext, check: str, kind: str, template: str, reloc: Relocation) -> None:
+    """``--move-files``: plan moving every file ``reloc`` found (any neighbouring layout, partial finds
+    included) to where ``template`` (``data_path`` / ``video_path``) points, as one repair of ``check``; files
+    absent everywhere stay missing and are named in the summary. Refused (nothing planned) when the template
+    itself is invalid or a destination already exists."""
+    name = "video_path" if kind == "video" else "data_path"
+    problems = tpl.template_problems(template, layout=rc.ds.layout, video=kind == "video")
+    if problems:
+        rc.cannot(check, f"{name} {template!r} {problems[0]}", f"fix {name}, then rerun")
+        return
+    pairs = [pair for lay in reloc.layouts for pair in lay.pairs]
+    clash = [a for a, _ in pairs if (rc.ds.root / a).exists()]
+    if clash:
+        rc.cannot(check, f"{clash[0]} already exists", "move it away, then rerun")
+        return
+    for a, b in pairs:
+        rc.moves.append(Move(src=b, dst=a, check=check))
+    rest = (f"; {len(reloc.absent)} absent everywhere stay missing (e.g. {reloc.absent[0]})" if reloc.absent else "")
+    where = ", ".join(lay.where for lay in reloc.layouts)
+    rc.repair(check, f"move {len(pairs)} {kind} file(s) from {where} to where {name} points ({template!r}){rest}",
+              [b for _, b in pairs] + [a for a, _ in pairs])
