@@ -1,14 +1,16 @@
-"""Text and JSON reports of a :class:`~lerobot_tools.diagnose.model.Diagnosis`."""
+"""Text and JSON reports of a :class:`~lerobot_tools.diagnose.model.Diagnosis`.
+
+The functions read the model's objects (:mod:`lerobot_tools.diagnose.model`) by attribute and import nothing from it:
+the model imports this module lazily to render itself, so the two do not import each other.
+"""
+
 
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING
+from typing import IO, Any
 
 from lerobot_tools.findings import ERROR, INFO, WARNING
 from lerobot_tools.video.nvdec import NO, UNKNOWN, YES
-
-if TYPE_CHECKING:  # annotations only: the model imports this module lazily to render itself
-    from lerobot_tools.diagnose.model import Diagnosis
 
 
 def _lib_line(lib) -> str:
@@ -25,7 +27,7 @@ def _lib_line(lib) -> str:
     return "; ".join(parts)
 
 
-def render_text(diag: Diagnosis, out: IO[str], *, color: bool = False) -> None:
+def render_text(diag: Any, out: IO[str], *, color: bool = False) -> None:
     """Human report: environment, target GPU, per dataset its stream groups, verdicts, costs, problems and actions."""
     def paint(text: str, sev: str) -> str:
         if not color:
@@ -142,7 +144,7 @@ def render_text(diag: Diagnosis, out: IO[str], *, color: bool = False) -> None:
     out.write(summary_line(diag) + "\n")
 
 
-def summary_line(diag: Diagnosis) -> str:
+def summary_line(diag: Any) -> str:
     """``Summary: GPU decode on H100: 1/3 stream group(s) ... ; 2 unusable file(s); 1 error(s), 2 warning(s)``."""
     s = diag.summary()
     parts = [f"{s['datasets']} dataset(s)"]
@@ -165,7 +167,7 @@ def summary_line(diag: Diagnosis) -> str:
     return "Summary: " + "; ".join(parts)
 
 
-def render_json(diag: Diagnosis, out: IO[str]) -> None:
+def render_json(diag: Any, out: IO[str]) -> None:
     """One JSON document (:meth:`Diagnosis.to_dict`) on ``out``."""
     import json
 

@@ -1,18 +1,19 @@
-"""Exit status, error lines and the text/JSON reports of a :class:`~lerobot_tools.reshard.model.ReshardRun`."""
+"""Exit status, error lines and the text/JSON reports of a :class:`~lerobot_tools.reshard.model.ReshardRun`.
+
+The functions read the model's objects (:mod:`lerobot_tools.reshard.model`) by attribute and import nothing from it:
+the model imports this module lazily to render itself, so the two do not import each other.
+"""
+
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, IO, Iterator, TYPE_CHECKING
-
-if TYPE_CHECKING:  # annotations only: the model imports this module lazily to render itself
-    from lerobot_tools.reshard.model import ReshardRun
+from typing import Any, IO, Iterator
 
 
-
-def exit_status(run: ReshardRun) -> int:
+def exit_status(run: Any) -> int:
     """0 = every file resharded, conforming or planned; 1 = a file or a dataset failed, or a placeholder file
     was skipped (its dataset is not resharded in full)."""
     if any(d.error for d in run.datasets) or any(f.status in ("failed", "skipped") for f in run.files()):
@@ -20,7 +21,7 @@ def exit_status(run: ReshardRun) -> int:
     return 0
 
 
-def errors(run: ReshardRun) -> Iterator[str]:
+def errors(run: Any) -> Iterator[str]:
     """One line per failure: ``<dataset>/<relpath>: <problem>`` or ``<dataset>: <problem>``."""
     for d in run.datasets:
         if d.error:
@@ -34,7 +35,7 @@ def _join(root: str, rel: str) -> str:
     return str(Path(root) / rel)
 
 
-def render_text(run: ReshardRun, out: IO[str]) -> None:
+def render_text(run: Any, out: IO[str]) -> None:
     """Per dataset: one line per file (status, row groups before -> after, bytes, seconds, why), the
     shard count, then a summary line."""
     from lerobot_tools.sniff import human_size
@@ -88,7 +89,7 @@ def _skipped(summary: dict) -> str:
     return f"{summary['skipped']} skipped (placeholders), " if summary.get("skipped") else ""
 
 
-def to_json(run: ReshardRun) -> dict[str, Any]:
+def to_json(run: Any) -> dict[str, Any]:
     """The run as a JSON-able dict (``options``, ``datasets`` with ``files`` and ``shards``, ``summary``)."""
     datasets = []
     for d in run.datasets:
@@ -102,7 +103,7 @@ def to_json(run: ReshardRun) -> dict[str, Any]:
             "exit_status": exit_status(run)}
 
 
-def render_json(run: ReshardRun, out: IO[str]) -> None:
+def render_json(run: Any, out: IO[str]) -> None:
     """One JSON document (see :func:`to_json`)."""
     json.dump(to_json(run), out, indent=2)
     out.write("\n")

@@ -1,16 +1,17 @@
-"""Exit status and the text/JSON reports of a smoke run."""
+"""Exit status and the text/JSON reports of a smoke run.
+
+The functions read the model's objects (:mod:`lerobot_tools.smoke.model`) by attribute and import nothing from it:
+the model imports this module lazily to render itself, so the two do not import each other.
+"""
+
 
 from __future__ import annotations
 
 import json
-from typing import IO, TYPE_CHECKING
-
-if TYPE_CHECKING:  # annotations only: the model imports this module lazily to render itself
-    from lerobot_tools.smoke.model import CheckResult, LoaderRun, SmokeReport
+from typing import IO, Any
 
 
-
-def exit_status(reports: list[SmokeReport]) -> int:
+def exit_status(reports: list[Any]) -> int:
     """0 when every target passed, else 1."""
     return 1 if any(r.failed for r in reports) else 0
 
@@ -23,7 +24,7 @@ def _fmt(v: float | None, unit: str = "", digits: int = 1) -> str:
     return "n/a" if v is None else f"{v:.{digits}f}{unit}"
 
 
-def render_text(reports: list[SmokeReport], out: IO[str]) -> None:
+def render_text(reports: list[Any], out: IO[str]) -> None:
     """Text report: validate's own report for blocked targets, then per target the runs and checks."""
     from lerobot_tools.report import render_text as render_validate
 
@@ -59,12 +60,12 @@ def render_text(reports: list[SmokeReport], out: IO[str]) -> None:
     out.write(f"Smoke: {len(reports)} dataset(s), {n_fail} failed, {len(blocked)} blocked by validate\n")
 
 
-def _check_line(c: CheckResult, prefix: str) -> str:
+def _check_line(c: Any, prefix: str) -> str:
     tag = {True: "pass", False: "FAIL", None: "skip"}[c.ok]
     return f"  {tag:<5} {prefix}{c.name}: {c.detail}\n"
 
 
-def render_runs(runs: list[LoaderRun], checks: list[CheckResult], out: IO[str]) -> None:
+def render_runs(runs: list[Any], checks: list[Any], out: IO[str]) -> None:
     """The loader runs (figures, then their checks) and the target-level checks, one line each; shared by the
     single-dataset and the mixture report."""
     for run in runs:
@@ -82,7 +83,7 @@ def render_runs(runs: list[LoaderRun], checks: list[CheckResult], out: IO[str]) 
         out.write(_check_line(c, ""))
 
 
-def to_dict(reports: list[SmokeReport]) -> dict:
+def to_dict(reports: list[Any]) -> dict:
     """The JSON document: ``datasets`` (per target, with the validate report embedded) and ``summary``."""
     return {
         "datasets": [r.to_dict() for r in reports],
@@ -91,7 +92,7 @@ def to_dict(reports: list[SmokeReport]) -> dict:
     }
 
 
-def render_json(reports: list[SmokeReport], out: IO[str]) -> None:
+def render_json(reports: list[Any], out: IO[str]) -> None:
     """One JSON document (:func:`to_dict`)."""
     json.dump(to_dict(reports), out, indent=2, ensure_ascii=False)
     out.write("\n")
