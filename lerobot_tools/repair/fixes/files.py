@@ -10,6 +10,8 @@ points; a template pointing at another top folder would satisfy the second and n
 
 from __future__ import annotations
 
+from typing import Callable
+
 from lerobot_tools.dataset import templates as tpl
 from lerobot_tools.dataset.relocate import Relocation, expected_from_paths, locate_missing
 from lerobot_tools.errors import DatasetError
@@ -27,33 +29,56 @@ def fix_data_files(rc: RepairContext) -> None:
     ds = rc.ds
     if not rc.options.selected("F001") or not rc.findings("F001"):
         return
-    template = ds.data_path
     todo = "restore the missing data files (re-download them: `lrtool prefetch` or `hf download`)"
-    if not isinstance(template, str):
-        rc.cannot("F001", "data_path is not set", todo)
+    found = find_elsewhere(rc, "F001", "data", ds.data_path, ds.data_files, todo)
+    if found is None:
         return
-    try:
-        files = ds.data_files()
-    except DatasetError as exc:
-        rc.cannot("F001", exc.message, todo)
-        return
-    expected = expected_from_paths(template, [df.relpath for df in files])
-    if len(expected) != len(files):
-        rc.cannot("F001", f"data_path {template!r} cannot be read back from the referenced paths", todo)
-        return
-    missing = [e for e in expected if sniff(ds.path(e.relpath)).kind == "missing"]
-    if not missing:
-        return
-    reloc = locate_missing(ds.root, template, ds.layout or "", "data", expected, missing)
-    if not reloc.layouts:
-        rc.cannot("F001", f"the {len(missing)} missing data file(s) are in no neighbouring layout", todo)
-        return
+    template, reloc, _ = found
     if not rc.options.move_files:
-        rc.cannot("F001", f"{reloc.found} of the {len(missing)} missing data file(s) are under "
+        rc.cannot("F001", f"{reloc.found} of the {reloc.missing} missing data file(s) are under "
                   f"{', '.join(lay.where for lay in reloc.layouts)}; loaders read data files only where data_path "
                   "points", "rerun with --move-files to move them there")
         return
     plan_moves(rc, "F001", "data", template, reloc)
+
+
+def find_elsewhere(rc: RepairContext, check: str, kind: str, template: object, list_files: Callable[[], list],
+                   todo: str) -> tuple[str, Relocation, int] | None:
+    """The referenced ``kind`` files (``"data"`` / ``"video"``) missing where ``template`` points, looked for
+    under the neighbouring layouts (:func:`~lerobot_tools.dataset.relocate.locate_missing`).
+
+    Args:
+        check: ``"F001"`` / ``"F002"``, the check a refusal is recorded for.
+        template: ``data_path`` / ``video_path`` as info.json has it.
+        list_files: the dataset's referenced files (objects with ``relpath``), e.g. ``ds.data_files``.
+        todo: what the user must do when nothing can be planned.
+
+    Returns:
+        ``(template, relocation, expected count)`` when some missing files were found elsewhere; None when
+        nothing is missing or nothing was found (then a refusal saying why is recorded on ``rc``).
+    """
+    name = "video_path" if kind == "video" else "data_path"
+    if not isinstance(template, str):
+        rc.cannot(check, f"{name} is not set", todo)
+        return None
+    try:
+        files = list_files()
+    except DatasetError as exc:
+        rc.cannot(check, exc.message, todo)
+        return None
+    expected = expected_from_paths(template, [f.relpath for f in files])
+    if len(expected) != len(files):
+        rc.cannot(check, f"{name} {template!r} cannot be read back from the referenced paths", todo)
+        return None
+    missing = [e for e in expected if sniff(rc.ds.path(e.relpath)).kind == "missing"]
+    if not missing:
+        return None
+    reloc = locate_missing(rc.ds.root, template, rc.ds.layout or "", kind, expected, missing)
+    if not reloc.layouts:
+        rc.cannot(check, f"the {len(missing)} missing {kind} file(s) are in no neighbouring layout",
+                  f"restore the missing {kind} files (re-download them: `lrtool prefetch` or `hf download`)")
+        return None
+    return template, reloc, len(expected)
 
 
 def plan_moves(rc: RepairContext, check: str, kind: str, template: str, reloc: Relocation) -> None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from lerobot_tools.dataset import templates as tpl
 from lerobot_tools.dataset.model import INFO_PATH
-from lerobot_tools.dataset.relocate import NEIGHBOUR_TEMPLATES, expected_from_paths, locate_missing
+from lerobot_tools.dataset.relocate import NEIGHBOUR_TEMPLATES
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.repair.fixes.context import RepairContext
-from lerobot_tools.repair.fixes.files import plan_moves
-from lerobot_tools.sniff import sniff
+from lerobot_tools.repair.fixes.files import find_elsewhere, plan_moves
 
 
 # =========================================================================== F009 video declarations
@@ -112,28 +111,11 @@ def fix_video_path(rc: RepairContext) -> None:
     ds = rc.ds
     if not ds.video_keys or not rc.options.selected("F002"):
         return
-    current = ds.video_path
     todo = "restore the missing video files (e.g. `lrtool prefetch`), or fix video_path by hand"
-    if current is None:
-        rc.cannot("F002", "video_path is null", todo)
+    found = find_elsewhere(rc, "F002", "video", ds.video_path, ds.video_files, todo)
+    if found is None:
         return
-    try:
-        files = ds.video_files()
-    except DatasetError as exc:
-        rc.cannot("F002", exc.message, todo)
-        return
-    expected = expected_from_paths(current, [vf.relpath for vf in files])
-    if len(expected) != len(files):
-        rc.cannot("F002", f"video_path {current!r} cannot be read back from the referenced paths", todo)
-        return
-    missing = [e for e in expected if sniff(ds.path(e.relpath)).kind == "missing"]
-    if not missing:
-        return
-    reloc = locate_missing(ds.root, current, ds.layout or "", "video", expected, missing)
-    if not reloc.layouts:
-        rc.cannot("F002", f"the {len(missing)} missing video file(s) are in no neighbouring layout",
-                  "restore the missing video files (re-download them: `lrtool prefetch` or `hf download`)")
-        return
+    current, reloc, n_expected = found
     pairs = [pair for lay in reloc.layouts for pair in lay.pairs]
     rest = (f"; {len(reloc.absent)} absent everywhere stay missing (e.g. {reloc.absent[0]})" if reloc.absent else "")
     if rc.options.move_files:
@@ -144,7 +126,7 @@ def fix_video_path(rc: RepairContext) -> None:
         rc.cannot("F002", "the missing video files are in several layouts or other chunk folders: no one video_path "
                   "fits them", "rerun with --move-files to move them where video_path points")
         return
-    present = len(expected) - len(missing)
+    present = n_expected - reloc.missing
     if present:
         rc.cannot("F002", f"{present} referenced video file(s) are where video_path points and {len(pairs)} under "
                   f"{lay.where}: one video_path cannot point at both", "rerun with --move-files to move them where "
@@ -155,6 +137,6 @@ def fix_video_path(rc: RepairContext) -> None:
                   "hard-code the default template", "rerun with --move-files to move them where video_path points")
         return
     rc.info["video_path"] = lay.template
-    rc.repair("F002", f"video_path {current!r} -> {lay.template!r} (where {len(pairs)} of the {len(expected)} "
+    rc.repair("F002", f"video_path {current!r} -> {lay.template!r} (where {len(pairs)} of the {n_expected} "
               f"referenced video files are){rest}", [INFO_PATH])
 
