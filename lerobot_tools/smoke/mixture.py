@@ -31,7 +31,9 @@ import numpy as np
 
 from lerobot_tools.errors import LrtoolError
 from lerobot_tools.findings import ERROR, DatasetReport, Finding
-from lerobot_tools.smoke.model import ORDER_CHECK_MAX_FRAMES, TOLERATED, CheckResult, LoaderRun, SmokeOptions
+from lerobot_tools.smoke.model import (
+    ORDER_CHECK_MAX_FRAMES, TOLERATED, CheckResult, LoaderRun, SmokeOptions, SmokeOutcome,
+)
 from lerobot_tools.smoke.monitor import RssMonitor
 from lerobot_tools.smoke.pipeline import (
     _check_batch,
@@ -48,7 +50,7 @@ MIXTURE_TOLERATED = {"X008", "X009"}
 
 
 @dataclass
-class MixtureSmokeReport:
+class MixtureSmokeReport(SmokeOutcome):
     """Everything ``lrtool smoke MIXTURE`` found. Times in seconds, rates per second, RSS in bytes."""
 
     target: str
@@ -67,18 +69,8 @@ class MixtureSmokeReport:
     peak_pss_bytes: int | None = None
     seconds: float = 0.0
 
-    @property
-    def all_checks(self) -> list[CheckResult]:
-        return self.checks + [c for r in self.runs for c in r.checks]
-
-    @property
-    def failed(self) -> bool:
-        return (bool(self.blocked) or self.error is not None or any(r.error for r in self.runs)
-                or any(c.ok is False for c in self.all_checks) or any(d.get("error") for d in self.datasets))
-
-    @property
-    def status(self) -> str:
-        return "blocked" if self.blocked else ("fail" if self.failed else "pass")
+    def _also_failed(self) -> bool:
+        return any(d.get("error") for d in self.datasets)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,8 +80,7 @@ class MixtureSmokeReport:
             "frames": self.frames, "names": self.names, "construct_s": _r(self.construct_s),
             "cold_datasets": self.cold_datasets, "datasets": self.datasets,
             "checks": [c.to_dict() for c in self.checks], "loaders": [r.to_dict() for r in self.runs],
-            "warnings": self.warnings, "peak_rss_bytes": self.peak_rss_bytes, "peak_pss_bytes": self.peak_pss_bytes,
-            "seconds": round(self.seconds, 3),
+            **self._measures(),
         }
 
 

@@ -93,8 +93,38 @@ class LoaderRun:
         return d
 
 
+class SmokeOutcome:
+    """The verdict both smoke reports share (:class:`SmokeReport` for one dataset, ``MixtureSmokeReport`` for a
+    mixture): a subclass has the fields ``blocked``, ``error``, ``runs``, ``checks``, ``warnings``,
+    ``peak_rss_bytes``, ``peak_pss_bytes`` and ``seconds``, and may add failure causes in :meth:`_also_failed`."""
+
+    @property
+    def all_checks(self) -> list[CheckResult]:
+        return self.checks + [c for r in self.runs for c in r.checks]
+
+    @property
+    def failed(self) -> bool:
+        return (bool(self.blocked) or self.error is not None or any(r.error for r in self.runs)
+                or any(c.ok is False for c in self.all_checks) or self._also_failed())
+
+    def _also_failed(self) -> bool:
+        return False
+
+    @property
+    def status(self) -> str:
+        """``"blocked"`` (validate found an error the loaders would hit), ``"fail"`` or ``"pass"``."""
+        if self.blocked:
+            return "blocked"
+        return "fail" if self.failed else "pass"
+
+    def _measures(self) -> dict[str, Any]:
+        """The tail of :meth:`to_dict` both reports share: warnings, peak memory (bytes), seconds."""
+        return {"warnings": self.warnings, "peak_rss_bytes": self.peak_rss_bytes,
+                "peak_pss_bytes": self.peak_pss_bytes, "seconds": round(self.seconds, 3)}
+
+
 @dataclass
-class SmokeReport:
+class SmokeReport(SmokeOutcome):
     """Everything the smoke test found about one target."""
 
     target: str
@@ -113,21 +143,6 @@ class SmokeReport:
     peak_pss_bytes: int | None = None
     seconds: float = 0.0
 
-    @property
-    def all_checks(self) -> list[CheckResult]:
-        return self.checks + [c for r in self.runs for c in r.checks]
-
-    @property
-    def failed(self) -> bool:
-        return (bool(self.blocked) or self.error is not None or any(r.error for r in self.runs)
-                or any(c.ok is False for c in self.all_checks))
-
-    @property
-    def status(self) -> str:
-        if self.blocked:
-            return "blocked"
-        return "fail" if self.failed else "pass"
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "target": self.target, "root": self.root, "codebase_version": self.codebase_version,
@@ -136,10 +151,7 @@ class SmokeReport:
             "episodes": self.episodes, "frames": self.frames, "video_keys": self.video_keys,
             "checks": [c.to_dict() for c in self.checks],
             "loaders": [r.to_dict() for r in self.runs],
-            "warnings": self.warnings,
-            "peak_rss_bytes": self.peak_rss_bytes,
-            "peak_pss_bytes": self.peak_pss_bytes,
-            "seconds": round(self.seconds, 3),
+            **self._measures(),
         }
 
 
