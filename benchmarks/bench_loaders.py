@@ -204,7 +204,7 @@ def bench_rss(work: Path, small_gb: float, big_gb: float, samples: int) -> None:
 def bench_video(work: Path, size: str, batches: int) -> None:
     from torch.utils.data import DataLoader
 
-    from lerobot_tools.testing import synth
+    from lerobot_tools.testing.synth import stats as synth  # _image_stats lives (and is looked up) there
     from lerobot_tools.loaders import EpisodeAwareSampler, EpisodeShuffleStream, FrameDataset, collate_frames
     from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
@@ -411,7 +411,7 @@ def _images_in_parquet(src: Path, dst: Path) -> None:
 
 
 def bench_construction(work: Path, upstream: str | None, batches: int, episodes: int) -> None:
-    from lerobot_tools.testing import synth
+    from lerobot_tools.testing.synth import stats as synth  # _image_stats lives (and is looked up) there
     from lerobot_tools.testing.synth import SynthSpec, build_dataset
 
     print("\n== 4. Construction and throughput, lrtool FrameDataset vs upstream LeRobotDataset (fresh process "
