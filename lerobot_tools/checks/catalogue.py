@@ -6,8 +6,9 @@ indices, ``D`` deep (row-level) checks, ``F`` files, ``R`` row groups, ``G`` sta
 compatibility (datasets of one mixture file compared with each other, ``docs/mixtures.md``).
 ``docs/checks.md`` is generated from this module (``lrtool checks --format markdown``), so the docs cannot
 drift from the code. Each check also states how it is repaired (:attr:`Check.repair`); ``lrtool repair``'s
-tables are derived from that, and a test keeps its list of fixes in agreement. Sources in the texts: lerobot-format (§ numbers) and pitfalls (letter+number) are the
-project's reference notes on lerobot ``7427f318`` and OpenTau ``0b153a92``.
+tables are derived from that, and a test keeps its list of fixes in agreement. Sources in the texts: ``docs/format.md`` (the on-disk format, with the lerobot and
+OpenTau code that establishes each fact) and ``docs/failure-modes.md`` (failure modes of real datasets, with the upstream
+issues and commits that report them), both in this repository.
 """
 
 from __future__ import annotations
@@ -87,13 +88,13 @@ _CHECKS = [
           "Correct the entry as the message says.",
           **_MIXTURE),
     Check("M003", "feature-mapping", ERROR, "A mixture entry maps a role to a column the dataset does not have.",
-          "OpenTau `data_features_name_mapping` values against the dataset's declared features (pitfalls I1).",
+          "OpenTau `data_features_name_mapping` values against the dataset's declared features (docs/failure-modes.md#shared-repo-mapping).",
           "The mixture loader raises KeyError on the first batch from that dataset, hours into a run.",
           "Map the role to an existing feature name (see the dataset's meta/info.json features).",
           **_MIXTURE),
     Check("M004", "episodes-out-of-range", ERROR, "A mixture entry requests episodes the dataset does not have.",
           "Requested `episodes` / `excluded_episodes` against the episode indices in the metadata.",
-          "lerobot warns and ignores out-of-range episodes (lerobot-format §15.1), so the run silently trains "
+          "lerobot warns and ignores out-of-range episodes (lerobot after 0.4.4, docs/format.md#loader-assumptions), so the run silently trains "
           "on less data; other loaders raise IndexError.",
           "Restrict the episode list to indices the dataset has.",
           **_MIXTURE),
@@ -112,17 +113,17 @@ _CHECKS = [
           "Required keys and types per layout (v2.x: counters, templates, chunks_size; v3.0: codebase_version, fps, "
           "features), validated with jsonschema against lerobot_tools/schemas/info.schema.json.",
           "lerobot v3 raises TypeError for a missing required key and ValueError for non-positive sizes "
-          "(lerobot-format §3.2); v2 loaders raise KeyError.",
+          "(docs/format.md#info-json); v2 loaders raise KeyError.",
           "Add or correct the key named in the message."),
     Check("I004", "codebase-version", ERROR, "codebase_version is missing or not a known version.",
           "codebase_version is one of v2.0, v2.1, v3.0.",
-          "lerobot raises BackwardCompatibilityError / NotImplementedError for other majors (lerobot-format §12.1); "
+          "lerobot raises BackwardCompatibilityError / NotImplementedError for other majors (lerobot 0.4.4 `datasets/utils.py` check_version_compatibility, docs/format.md#versions); "
           "an unparseable value raises packaging.version.InvalidVersion.",
           "Set the version the files are laid out in, or convert the dataset."),
     Check("I005", "fps-invalid", ERROR, "fps is not a positive integer.",
           "info.json fps is an integer > 0 (a float such as 30.0 is a warning).",
           "fps <= 0 raises ValueError in lerobot v3; a float breaks frame-index arithmetic and video "
-          "base_rate comparisons (pitfalls A10).",
+          "base_rate comparisons (docs/failure-modes.md#fractional-fps).",
           "Set fps to the integer frame rate the data was recorded at (`lrtool repair` casts 30.0 to 30).",
           **_auto("fix_fps", "fps 30.0 -> 30 (an integral float written as the integer)")),
     Check("I006", "feature-invalid", ERROR, "A feature declaration is malformed.",
@@ -135,15 +136,15 @@ _CHECKS = [
                                          "every data file agrees")),
     Check("I007", "feature-names-shape", WARNING, "A feature's names do not match its shape.",
           "`names` is null, a list of shape[0] strings (cameras: one per dimension), or a dict of such lists.",
-          "Policies index by names (camera names[2] decides HWC vs CHW, pitfalls A9); a mismatch silently "
+          "Policies index by names (camera names[2] decides HWC vs CHW, docs/failure-modes.md#camera-names); a mismatch silently "
           "mislabels dimensions or raises TypeError.",
           "`lrtool repair` flattens a singly nested list; a length mismatch needs the right names by hand.",
           **_auto("fix_names", "names [[...]] flattened when the inner list has one name per element")),
     Check("I008", "path-template", ERROR, "data_path or video_path is not a valid template.",
           "Templates use only {episode_chunk}/{episode_index}/{video_key} (v2.x) or "
           "{chunk_index}/{file_index}/{video_key} (v3.0), stay inside the dataset root, and video_path is set "
-          "when video features exist (pitfalls A11). Non-default v3.0 templates are a warning: the v3 "
-          "loader globs data/*/*.parquet regardless (lerobot-format §2.2). video_path set on a dataset without "
+          "when video features exist (docs/failure-modes.md#video-path-mismatch). Non-default v3.0 templates are a warning: the v3 "
+          "loader globs data/*/*.parquet regardless (lerobot 0.4.4 `datasets/utils.py` load_nested_dataset, docs/format.md#layouts). video_path set on a dataset without "
           "video features is only info: lerobot's own writer keeps the default template whenever "
           "use_videos=True, cameras or not (lerobot 0.4.4 datasets/utils.py create_empty_dataset_info), and "
           "LeRobotDataset formats it only for meta.video_keys (get_video_file_path), so no loader reads it.",
@@ -153,29 +154,29 @@ _CHECKS = [
                     "files)")),
     Check("I009", "camera-names", WARNING, "A camera feature's names are not [height, width, channels].",
           "Image/video features declare names ['height','width','channels'] (or 'channel').",
-          "lerobot's dataset_to_policy_features raises TypeError on names: null (huggingface/lerobot GitHub issue #3786) and treats "
-          "other names as CHW, silently mis-permuting HWC images (pitfalls A9).",
+          "lerobot's dataset_to_policy_features raises TypeError on names: null (huggingface/lerobot#3786) and treats "
+          "other names as CHW, silently mis-permuting HWC images (docs/failure-modes.md#camera-names).",
           "Set names to [\"height\", \"width\", \"channels\"] for HWC shapes."),
     Check("I010", "default-features", WARNING, "A default feature is missing or has the wrong dtype.",
-          "timestamp float32, frame_index/episode_index/index/task_index int64, each shape [1] (lerobot-format §4).",
+          "timestamp float32, frame_index/episode_index/index/task_index int64, each shape [1] (lerobot 0.4.4 `datasets/utils.py` DEFAULT_FEATURES, docs/format.md#features).",
           "Loaders index episodes, frames and tasks through these columns; without them delta windows, video "
           "lookups and task strings fail.",
           "Declare the default features as lerobot writes them."),
     Check("I011", "feature-name-slash", ERROR, "A feature name contains '/'.",
           "Feature names never contain '/' (lerobot _validate_feature_names).",
-          "Stats are flattened as stats/<feature>/<stat>; a '/' in a name breaks unflattening (pitfalls A8).",
+          "Stats are flattened as stats/<feature>/<stat>; a '/' in a name breaks unflattening (docs/failure-modes.md#slash-in-name).",
           "Rename the feature (info.json, parquet column, stats)."),
     # ------------------------------------------------------------------ S: schema drift
     Check("S001", "column-missing", ERROR, "A declared feature has no column in the data parquet.",
           "Every declared non-video feature is a column of every data file (read from parquet footers).",
           "datasets fills the missing column with None; collation then fails with a TypeError mid-epoch "
-          "(pitfalls A2, verified with datasets 4.8.5).",
+          "(docs/failure-modes.md#missing-column, verified with datasets 4.8.5).",
           "Remove the declaration (and its stats) or backfill the column.",
           **_manual("a declared column absent from the data cannot be backfilled")),
     Check("S002", "column-undeclared", ERROR, "A parquet column is not declared in info.json features.",
           "Every data column is a declared feature (e.g. `language_events` added by annotation tools).",
           "lerobot v3 passes info.json Features to the reader: DatasetGenerationError caused by CastError "
-          "\"column names don't match\" (pitfalls A1).",
+          "\"column names don't match\" (docs/failure-modes.md#undeclared-column).",
           "`lrtool repair` declares it from its Arrow type, or drops it from every file with --drop-undeclared.",
           **_auto("fix_undeclared", "undeclared column declared from its Arrow type (every file agrees), or dropped "
                                     "with --drop-undeclared")),
@@ -189,7 +190,7 @@ _CHECKS = [
                                "dtype when every value converts exactly")),
     Check("S004", "shape-mismatch", ERROR, "A column's shape differs from the declared shape.",
           "Scalar vs list: a [1]-shaped feature must be a plain scalar column, not a one-element list; a [N] "
-          "feature a fixed_size_list of length N (lerobot-format §5.1).",
+          "feature a fixed_size_list of length N (lerobot 0.4.4 `datasets/utils.py` get_hf_features_from_features, docs/format.md#columns).",
           "TypeError: Couldn't cast array of type fixed_size_list<element: float>[1] to float (verified), or a "
           "length mismatch fails the cast.",
           "`lrtool repair` casts one-element lists to scalars; other lengths need the data fixed.",
@@ -197,7 +198,7 @@ _CHECKS = [
                                "when every file, its names and stats agree")),
     Check("S005", "variable-length-list", WARNING, "A fixed-length vector is stored as a variable-length list.",
           "A [N] feature stored as list<T> instead of fixed_size_list<T>[N] (every pandas round-trip does this, "
-          "pitfalls A4).",
+          "docs/failure-modes.md#variable-lists).",
           "lerobot casts on load and fails on the first row with another length; readers of the embedded "
           "schema see untyped lists.",
           "`lrtool repair` casts to fixed_size_list after checking that every row has the declared length.",
@@ -206,7 +207,7 @@ _CHECKS = [
     Check("S006", "hf-metadata", WARNING, "The `huggingface` schema metadata is missing or disagrees with info.json.",
           "The parquet key-value metadata `huggingface` (features JSON written by datasets) against info.json.",
           "lerobot <= 0.3 and OpenTau read that metadata: a disagreement yields other types than info.json "
-          "declares; `_type: List` is unreadable by datasets < 4 (pitfalls A4, A5).",
+          "declares; `_type: List` is unreadable by datasets < 4 (docs/failure-modes.md#variable-lists, docs/failure-modes.md#list-type-name).",
           "`lrtool repair` rewrites the metadata from info.json.",
           **_auto("fix_hf_metadata", "`huggingface` schema metadata rebuilt from info.json as datasets writes it")),
     Check("S007", "cross-file-drift", ERROR, "Data files of one dataset have different schemas.",
@@ -224,19 +225,19 @@ _CHECKS = [
           "Restore the file (a backup, or the Hub); lrtool cannot rebuild a missing task table.",
           **_manual("the task table is missing or malformed")),
     Check("T002", "task-label-missing", ERROR, "An episode references a task label missing from the task table.",
-          "Every label in episodes.jsonl `tasks` / meta/episodes `tasks` exists in the task table (pitfalls B4).",
+          "Every label in episodes.jsonl `tasks` / meta/episodes `tasks` exists in the task table (docs/failure-modes.md#episode-task-drift).",
           "KeyError when the loader maps the episode's task string to an index; OpenTau falls back with a warning.",
           "`lrtool repair` appends the missing labels with new task indices.",
           **_auto("fix_tasks", "task labels referenced by episodes appended to tasks.jsonl / tasks.parquet with new "
                                "indices")),
     Check("T003", "task-index-out-of-range", ERROR, "A data row's task_index has no task.",
           "task_index values in every data file (from footer statistics, else the column) lie in the task table.",
-          "IndexError: single positional indexer is out-of-bounds in tasks.iloc (pitfalls B6, lerobot #4017).",
+          "IndexError: single positional indexer is out-of-bounds in tasks.iloc (docs/failure-modes.md#missing-task-label, huggingface/lerobot#4017).",
           "Add the missing tasks or fix the task_index column; not mechanical.",
           **_manual("data rows point at tasks that do not exist")),
     Check("T004", "tasks-parquet-form", ERROR, "meta/tasks.parquet is not in the form loaders read.",
           "v3.0 tasks.parquet: the task strings are the pandas index, task_index == row position "
-          "(lerobot-format §7.2). An unnamed index (__index_level_0__) is what lerobot's own writer produces "
+          "(lerobot 0.4.4 `datasets/utils.py` write_tasks/load_tasks, docs/format.md#tasks). An unnamed index (__index_level_0__) is what lerobot's own writer produces "
           "(lerobot 0.4.4 datasets/utils.py write_tasks: DataFrame indexed by task, DataFrame.to_parquet), so it "
           "is only info: load_tasks reads it with pandas.read_parquet, whose pandas metadata restores the index, "
           "and LeRobotDataset.__getitem__ takes tasks.iloc[task_index].name. Task strings in a plain column "
@@ -251,33 +252,33 @@ _CHECKS = [
                                "same mapping")),
     Check("T005", "task-duplicate", WARNING, "The same task label appears more than once.",
           "Labels in the task table are unique.",
-          "Inverse maps are last-wins, so episodes get another task_index than their rows (pitfalls B5); v3.0 "
+          "Inverse maps are last-wins, so episodes get another task_index than their rows (docs/failure-modes.md#duplicate-tasks); v3.0 "
           "cannot represent duplicates and conversion collapses them.",
           "Merge the duplicates and renumber task_index in the data; not mechanical.",
           **_manual("duplicate task labels need merging and the data renumbered")),
     Check("T006", "total-tasks", ERROR, "info.json total_tasks differs from the task table.",
           "total_tasks == number of rows of the task table.",
           "total_tasks == 0 makes lerobot skip loading tasks (meta.tasks = None) and crash on the first sample "
-          "(pitfalls B3).",
+          "(docs/failure-modes.md#counters).",
           "`lrtool repair` recomputes it.",
           **_auto("fix_counters", "total_tasks recomputed from the task table")),
     Check("T007", "task-indices", ERROR, "Task indices are not 0..N-1 in row order.",
           "tasks.jsonl / tasks.parquet task_index values equal their row position.",
           "lerobot looks tasks up by position (tasks.iloc[task_index]), OpenTau by value: the two disagree and "
-          "samples get the wrong instruction (pitfalls B2).",
+          "samples get the wrong instruction (docs/failure-modes.md#positional-tasks).",
           "Sort and renumber; `lrtool repair` rewrites a v3.0 table that only needs reordering.",
           **_auto("fix_tasks", "v3.0 tasks.parquet rows sorted so task_index == row position (mapping unchanged)")),
     # ------------------------------------------------------------------ C: counts and indices
     Check("C001", "total-episodes", ERROR, "info.json total_episodes differs from the episode metadata.",
           "total_episodes == number of episode-metadata rows.",
           "0 makes lerobot skip loading episodes; too large makes it think episodes are missing and try the Hub "
-          "(pitfalls B3, C11).",
+          "(docs/failure-modes.md#counters).",
           "`lrtool repair` recomputes it from what is on disk.",
           **_auto("fix_counters", "total_episodes recomputed from the episode metadata")),
     Check("C002", "total-frames", ERROR, "info.json total_frames differs from the rows on disk.",
           "total_frames == sum of data parquet row counts (footers) == sum of episode lengths.",
           "len(LeRobotDataset) is total_frames, not the row count: too small hides the tail, too large raises "
-          "IndexError (lerobot-format §3.2, pitfalls C11).",
+          "IndexError (lerobot 0.4.4 LeRobotDataset.num_frames, docs/format.md#info-json).",
           "`lrtool repair` recomputes it.",
           **_auto("fix_counters", "total_frames recomputed from the data files (only when every data file is "
                                   "readable)")),
@@ -288,7 +289,7 @@ _CHECKS = [
           "`lrtool repair` recomputes them.",
           **_auto("fix_counters", "total_videos / total_chunks recomputed (v2.x)")),
     Check("C004", "episode-indices", ERROR, "Episode indices are not 0..N-1 in metadata order.",
-          "episode_index of the metadata rows equals their position (lerobot-format §14 I1); no duplicates.",
+          "episode_index of the metadata rows equals their position (docs/format.md#L1); no duplicates.",
           "lerobot indexes episodes by position: the wrong episode's files and offsets are read, or IndexError.",
           "Renumber the episodes; not mechanical.",
           **_manual("episode indices need renumbering across metadata and data")),
@@ -296,12 +297,12 @@ _CHECKS = [
           "v2.x: each episode's parquet has `length` rows. v3.0: each data file has the summed lengths of the "
           "episodes the metadata places in it (and, with --deep, each episode exactly `length` rows).",
           "Episode boundaries shift: delta windows and padding masks cross episodes; check_timestamps_sync "
-          "reports large negative diffs (pitfalls C9).",
+          "reports large negative diffs (docs/failure-modes.md#rows-out-of-order).",
           "Fix the episode metadata or the data; not mechanical.",
           **_manual("episode lengths disagree with the data; which one is right is not mechanical")),
     Check("C006", "index-ranges", ERROR, "v3.0 dataset_from_index / dataset_to_index are not contiguous.",
           "to - from == length; ranges ascending and back to back from 0; the last ends at total_frames "
-          "(lerobot-format §14 I2, I3; pitfalls C1-C3).",
+          "(docs/format.md#L2, docs/format.md#L3; docs/failure-modes.md#scrambled-ranges).",
           "Padding masks true almost everywhere (huggingface/lerobot GitHub issue #1919) or KeyError in _absolute_to_relative_idx.",
           "Recompute the ranges from the episode lengths; not applied automatically.",
           **_manual("index ranges need recomputing with the data re-checked")),
@@ -328,13 +329,13 @@ _CHECKS = [
           **_manual("frame indices out of sequence need the recording checked")),
     Check("D002", "global-index", ERROR, "The global index column is not contiguous.",
           "index == row position over the files in loader order (v3.0: == dataset_from_index + frame_index).",
-          "Without an episode subset delta windows index by absolute index: silently wrong rows (lerobot-format §14 I2).",
+          "Without an episode subset delta windows index by absolute index: silently wrong rows (docs/format.md#L2).",
           "Renumber index; not mechanical.", deep=True,
           **_manual("a non-contiguous global index needs the data renumbered")),
     Check("D003", "timestamp-sync", ERROR, "timestamp is not frame_index / fps within tolerance.",
           "|timestamp - frame_index / fps| <= tolerance_s (default 1e-4 s, --tolerance-s).",
           "Video frames are looked up by timestamp: FrameTimestampError or torchcodec IndexError at decode time "
-          "(pitfalls D1; lerobot v3 no longer checks at load).",
+          "(docs/failure-modes.md#timestamps; lerobot v3 no longer checks at load).",
           "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced; not automatic.", deep=True,
           **_manual("timestamps that are not frame_index / fps may be real clock times; rewriting them is a "
                     "judgement")),
@@ -345,7 +346,7 @@ _CHECKS = [
           **_manual("rows out of order need the data re-sorted and re-indexed")),
     Check("D005", "list-lengths", ERROR, "A variable-length list column has rows of the wrong length.",
           "Every row of a list column stored without a fixed size has the declared length.",
-          "The cast to the declared fixed length fails on that row: TypeError mid-epoch (pitfalls A4).",
+          "The cast to the declared fixed length fails on that row: TypeError mid-epoch (docs/failure-modes.md#variable-lists).",
           "Fix or drop the offending rows; not mechanical.", deep=True,
           **_manual("rows of the wrong length cannot be cast without changing data")),
     # ------------------------------------------------------------------ F: files
@@ -353,7 +354,8 @@ _CHECKS = [
           "Every data parquet implied by the episode metadata and data_path exists; a missing one is looked for "
           "under the neighbouring layouts (another top folder, another chunk folder) and the finding says where "
           "and how many.",
-          "lerobot sees the episode as not cached and tries to download it from the Hub (lerobot-format §14 I8).",
+          "lerobot sees the episode as not cached and tries to download it from the Hub (lerobot 0.4.4 "
+          "LeRobotDataset._check_cached_episodes_sufficient, docs/format.md#L8).",
           "Re-download the dataset (`lrtool prefetch`); if validate found the files in a neighbouring layout, "
           "`lrtool repair --move-files` moves them to where data_path points.",
           **_auto("fix_data_files", "with --move-files only: the data files found in a neighbouring layout moved to "
@@ -372,7 +374,7 @@ _CHECKS = [
           "Files under data/, meta/episodes/ (v3.0) and videos/ against the set the metadata implies. Orphan "
           "parquet under data/ or meta/episodes/ is an error (loaders glob them); orphan videos are a warning.",
           "The v3 loader globs data/*/*.parquet: stray copies add rows and shift positional indexing "
-          "(pitfalls C8); lerobot <= 0.3 loaded everything under data/.",
+          "(docs/failure-modes.md#orphan-files); lerobot <= 0.3 loaded everything under data/.",
           "Delete the stray file, or fix the metadata that should reference it. (Referenced files found in a "
           "neighbouring layout are reported by F001/F002, not here.)",
           **_manual("nothing references the file: delete it or fix the metadata by hand")),
@@ -397,7 +399,7 @@ _CHECKS = [
           **_manual("the file is empty; its content is not on disk")),
     Check("F007", "parquet-unreadable", ERROR, "A parquet file has no valid footer or cannot be opened.",
           "Each data parquet footer opens with pyarrow.",
-          "`Parquet magic bytes not found in footer`: recording ended without finalize() (pitfalls E1).",
+          "`Parquet magic bytes not found in footer`: recording ended without finalize() (docs/failure-modes.md#missing-footer).",
           "Re-download, or re-record the episode; the data is not recoverable mechanically.",
           **_manual("the parquet file has no valid footer; its rows cannot be recovered mechanically")),
     Check("F008", "video-unreadable", ERROR, "A video container header cannot be read.",
@@ -407,7 +409,7 @@ _CHECKS = [
           **_manual("the video container cannot be read")),
     Check("F009", "video-codec-mismatch", WARNING, "A video stream differs from what info.json declares.",
           "Probed codec, pix_fmt, size and fps against features[key].info (video.codec, video.pix_fmt, shape, fps). "
-          "The declaration describes episode 0's file only (pitfalls D7).",
+          "The declaration describes episode 0's file only (docs/failure-modes.md#video-info-episode-0).",
           "GPU decode plans and transforms based on the declaration are wrong (e.g. AV1 files declared H.264 "
           "on an H100, whose NVDEC has no AV1).",
           "`lrtool repair` updates the declaration from the probed stream.",
@@ -419,8 +421,8 @@ _CHECKS = [
           "sample count of frames at j / fps. An error when from_timestamp is off the frame grid by more than "
           "tolerance_s, when the last query is past the last frame, when an episode's frames overlap the "
           "previous episode's, when a file's first episode does not start at 0 or frames are skipped between "
-          "segments, or when to_timestamp - from_timestamp is more than one frame off length / fps (pitfalls C4, "
-          "D3, D6). Up to one frame off with every query landing is F012.",
+          "segments, or when to_timestamp - from_timestamp is more than one frame off length / fps "
+          "(docs/failure-modes.md (#merged-offsets, #short-video, #accumulated-durations)). Up to one frame off with every query landing is F012.",
           "lerobot 0.4.4 dataset_reader _query_videos -> decode_video_frames: torchcodec raises IndexError: Invalid "
           "frame index past the last frame, both backends raise FrameTimestampError for a query off the grid; "
           "overlapping segments silently return the previous episode's frames.",
@@ -428,7 +430,7 @@ _CHECKS = [
           **_manual("the video and its episode metadata disagree; a person decides which is right")),
     Check("F011", "images-staging", WARNING, "An images/ staging folder is left in a finished dataset.",
           "images/ (PNG staging during recording) is absent or empty.",
-          "A sign of an interrupted recording: episodes may be missing frames or videos (pitfalls E1).",
+          "A sign of an interrupted recording: episodes may be missing frames or videos (docs/failure-modes.md#missing-footer).",
           "Check the last episodes; delete images/ once the videos are complete.",
           **_manual("staged images of an interrupted recording need a person to check")),
     Check("F012", "video-segment-convention", WARNING,
@@ -446,7 +448,7 @@ _CHECKS = [
     Check("R001", "row-group-spans-episodes", WARNING, "A row group holds rows of several episodes.",
           "Per row group, episode_index min == max (footer statistics).",
           "`read_row_group(i)` no longer returns one episode: episode-sharded streaming must materialise whole "
-          "files (pitfalls E2).",
+          "files (docs/failure-modes.md#row-groups).",
           "`lrtool reshard` rewrites one episode per row group.",
           **_RESHARD),
     Check("R002", "row-group-oversize", WARNING, "A row group is far above the size limit.",
@@ -482,7 +484,7 @@ _CHECKS = [
           **_manual("statistics have to be recomputed")),
     Check("G003", "stats-nonfinite", ERROR, "stats.json holds NaN or infinite values.",
           "Every numeric leaf of stats.json is finite.",
-          "One dataset with NaN/Inf poisons the normalisation buffers of a whole mixture (pitfalls G3).",
+          "One dataset with NaN/Inf poisons the normalisation buffers of a whole mixture (docs/failure-modes.md#non-finite-stats).",
           "Recompute the statistics for the feature named (`lrtool repair` recomputes numeric features).",
           **_auto("fix_stats", "non-finite numeric statistics recomputed from the data")),
     Check("G004", "stats-shape", ERROR, "A statistics entry is incomplete or its shape does not match the feature.",
@@ -621,7 +623,7 @@ _CHECKS = [
     Check("X009", "mixture-prompt-substitutions", ERROR, "prompt_substitutions names a task the dataset does not have.",
           "Mixture files only. Keys of an entry's OpenTau `prompt_substitutions` against the dataset's task strings, "
           "exactly; near misses (case, whitespace) are named.",
-          "OpenTau raises ValueError for a key that is not an on-disk task string (pitfalls I4).",
+          "OpenTau raises ValueError for a key that is not an on-disk task string (docs/failure-modes.md#prompt-substitutions).",
           "Copy the task string exactly from the dataset's task table.",
           **_MIXTURE),
     Check("X010", "mixture-task-spelling", INFO, "One task is spelled differently in different datasets.",
