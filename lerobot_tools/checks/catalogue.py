@@ -1,14 +1,14 @@
 """The check catalogue: every check lrtool runs, with a stable ID, a severity and its documentation.
 
-IDs never change meaning once released. The letter names the family:
-``M`` targets and mixtures, ``I`` info.json, ``S`` parquet schema drift, ``T`` tasks, ``C`` counts and
-indices, ``D`` deep (row-level) checks, ``F`` files, ``R`` row groups, ``G`` statistics, ``X`` mixture
-compatibility (datasets of one mixture file compared with each other, ``docs/mixtures.md``).
-``docs/checks.md`` is generated from this module (``lrtool checks --format markdown``), so the docs cannot
-drift from the code. Each check also states how it is repaired (:attr:`Check.repair`); ``lrtool repair``'s
-tables are derived from that, and a test keeps its list of fixes in agreement. Sources in the texts: ``docs/format.md`` (the on-disk format, with the lerobot and
-OpenTau code that establishes each fact) and ``docs/failure-modes.md`` (failure modes of real datasets, with the upstream
-issues and commits that report them), both in this repository.
+IDs never change meaning once released. The letter names the family: ``M`` targets and mixtures, ``I`` info.json,
+``S`` parquet schema drift, ``T`` tasks, ``C`` counts and indices, ``D`` deep (row-level) checks, ``F`` files, ``R``
+row groups, ``G`` statistics, ``X`` mixture compatibility (datasets of one mixture file compared with each other,
+``docs/mixtures.md``). ``docs/checks.md`` is generated from this module (``lrtool checks --format markdown``), so
+the docs cannot drift from the code. Each check also states how it is repaired (:attr:`Check.repair`); ``lrtool
+repair``'s tables are derived from that, and a test keeps its list of fixes in agreement. Sources in the texts:
+``docs/format.md`` (the on-disk format, with the lerobot and OpenTau code that establishes each fact) and
+``docs/failure-modes.md`` (failure modes of real datasets, with the upstream issues and commits that report them),
+both in this repository.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ _CHECKS = [
     Check("S006", "hf-metadata", WARNING, "The `huggingface` schema metadata is missing or disagrees with info.json.",
           "The parquet key-value metadata `huggingface` (features JSON written by datasets) against info.json.",
           "lerobot <= 0.3 and OpenTau read that metadata: a disagreement yields other types than info.json "
-          "declares; `_type: List` is unreadable by datasets < 4 (docs/failure-modes.md#variable-lists, docs/failure-modes.md#list-type-name).",
+          "declares; `_type: List` is unreadable by datasets < 4 (docs/failure-modes.md (#variable-lists, #list-type-name)).",
           "`lrtool repair` rewrites the metadata from info.json.",
           **_auto("fix_hf_metadata", "`huggingface` schema metadata rebuilt from info.json as datasets writes it")),
     Check("S007", "cross-file-drift", ERROR, "Data files of one dataset have different schemas.",
@@ -422,7 +422,8 @@ _CHECKS = [
           "tolerance_s, when the last query is past the last frame, when an episode's frames overlap the "
           "previous episode's, when a file's first episode does not start at 0 or frames are skipped between "
           "segments, or when to_timestamp - from_timestamp is more than one frame off length / fps "
-          "(docs/failure-modes.md (#merged-offsets, #short-video, #accumulated-durations)). Up to one frame off with every query landing is F012.",
+          "(docs/failure-modes.md (#merged-offsets, #short-video, #accumulated-durations)). Up to one frame off "
+          "with every query landing is F012.",
           "lerobot 0.4.4 dataset_reader _query_videos -> decode_video_frames: torchcodec raises IndexError: Invalid "
           "frame index past the last frame, both backends raise FrameTimestampError for a query off the grid; "
           "overlapping segments silently return the previous episode's frames.",

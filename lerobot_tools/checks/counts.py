@@ -1,7 +1,8 @@
 """Family C: info.json counters, episode indices, per-episode lengths, v3.0 index ranges.
 
-Sources: lerobot-format §3.1 (counters), §8 (episode metadata), §14 I1-I3, I6, I7; pitfalls B3, C1-C3, C9, C11.
-Lengths are compared with parquet footers (row counts), never by reading data.
+Sources: docs/format.md#info-json (counters), docs/format.md#episodes (episode metadata),
+docs/format.md#loader-assumptions (L1-L3, L6, L7); docs/failure-modes.md (#counters, #scrambled-ranges,
+#rows-out-of-order). Lengths are compared with parquet footers (row counts), never by reading data.
 """
 
 from __future__ import annotations

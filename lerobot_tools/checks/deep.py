@@ -4,7 +4,8 @@ Only the columns the checks need are read, in record batches (``ParquetFile.iter
 bounded by one batch whatever the file size. Checks: rows grouped and ordered by episode in the file the
 metadata names (D004), per-episode row counts (C005), ``frame_index`` 0..length-1 (D001), global ``index``
 contiguous (D002), ``|timestamp - frame_index/fps| <= tolerance_s`` (D003), and the row lengths of
-variable-length list columns (D005). Sources: lerobot-format §6, §14 I2-I4; pitfalls A4, C9, D1, D10.
+variable-length list columns (D005). Sources: docs/format.md#data-files, docs/format.md#loader-assumptions
+(L2-L4); docs/failure-modes.md (#variable-lists, #rows-out-of-order, #timestamps, #float32-timestamps).
 
 When G010 is selected the same read also carries every numeric feature column to a
 :class:`~lerobot_tools.checks.stats.deep.FileStatsBuilder` (the data is read once): the scan then returns each

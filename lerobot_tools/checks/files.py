@@ -1,7 +1,7 @@
 """Family F (data side): referenced data files exist, are not placeholders, have footers; orphans.
 
-Videos are checked by :mod:`lerobot_tools.checks.videos`. Sources: lerobot-format §14 I8/I11,
-pitfalls C8 (orphans), E1 (no footer), E3 (LFS pointers).
+Videos are checked by :mod:`lerobot_tools.checks.videos`. Sources: docs/format.md#L8, docs/format.md#L11,
+docs/failure-modes.md (#orphan-files, #missing-footer, #lfs-pointers).
 """
 
 from __future__ import annotations

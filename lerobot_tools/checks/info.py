@@ -1,7 +1,8 @@
 """Family I: meta/info.json — JSON Schema per layout, version, fps, features, templates.
 
-Sources: lerobot-format §3 (keys, parsing rules of lerobot v3 ``DatasetInfo``), §4 (features), §2 (templates),
-pitfalls A8-A11.
+Sources: docs/format.md#info-json (keys; parsing rules of lerobot ``DatasetInfo``, huggingface/lerobot@7427f318),
+docs/format.md#features, docs/format.md#layouts (templates); docs/failure-modes.md (#slash-in-name, #camera-names,
+#fractional-fps, #video-path-mismatch).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _validator(layout: str):
 
 
 def known_dtype(dtype: object) -> bool:
-    """True for the dtypes lerobot accepts: numpy dtype names or image/video/string/language (lerobot-format §4)."""
+    """True for the dtypes lerobot accepts: numpy dtype names or image/video/string/language (docs/format.md#features)."""
     if not isinstance(dtype, str):
         return False
     if dtype in NUMERIC_DTYPES or dtype in SPECIAL_DTYPES:

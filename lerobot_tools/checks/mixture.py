@@ -9,8 +9,9 @@ enforces. Severities follow what a mixture loader does (``docs/mixtures.md``): a
 normalisation raises, a warning where data silently changes meaning, an info otherwise.
 
 Sources: OpenTau ``datasets/dataset_mixture.py`` (weights, ``HierarchicalSampler``, stats in the
-standard data format: a mapped key missing from a dataset's stats raises ``KeyError``), lerobot-format
-§18 (``DatasetMixtureConfig``: ``weights``, ``action_freq``; ``prompt_substitutions``), pitfalls I1-I4.
+standard data format: a mapped key missing from a dataset's stats raises ``KeyError``), OpenTau
+``configs/default.py`` (``DatasetMixtureConfig``: ``weights``, ``action_freq``; ``prompt_substitutions``),
+docs/failure-modes.md (#shared-repo-mapping, #missing-robot-type, #per-dataset-tolerance, #prompt-substitutions).
 """
 
 from __future__ import annotations

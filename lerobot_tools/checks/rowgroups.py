@@ -1,9 +1,9 @@
 """Family R: row-group layout of the data parquet (repaired by ``lrtool reshard``).
 
-Sources: lerobot-format §11 (the native writer emits one row group per episode, no page index),
-pitfalls E2; datasets 5.2 ``split_dataset_by_node`` (shards must divide the world size or every rank reads
-every shard; a streaming parquet dataset has one shard per file, one per row group after
-``IterableDataset.reshard()``).
+Sources: docs/format.md#row-groups (lerobot 0.4.4 ``LeRobotDataset._save_episode_data`` writes one row group per
+episode and no page index), docs/failure-modes.md#row-groups; datasets 5.2 ``split_dataset_by_node`` (shards must
+divide the world size or every rank reads every shard; a streaming parquet dataset has one shard per file, one per
+row group after ``IterableDataset.reshard()``).
 """
 
 from __future__ import annotations

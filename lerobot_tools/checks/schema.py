@@ -1,9 +1,11 @@
 """Family S: info.json features against the parquet schema, from footers only.
 
-Sources: lerobot-format §5 (features -> HF features -> Arrow; physical variants; the ``huggingface`` key),
-§14 I9; pitfalls A1-A5. The rules themselves (column forms, :func:`~lerobot_tools.dataset.features.compare_feature`,
-the ``huggingface`` metadata rule) live in :mod:`lerobot_tools.dataset.features`, so that ``lrtool repair``
-decides what to cast and rewrite with the same rules validate reports with.
+Sources: docs/format.md#columns (features -> HF features -> Arrow; physical variants; the ``huggingface`` key;
+lerobot 0.4.4 ``datasets/utils.py`` ``get_hf_features_from_features``), docs/format.md#L9; docs/failure-modes.md
+(#undeclared-column, #missing-column, #scalar-as-list, #variable-lists, #list-type-name). The rules themselves
+(column forms, :func:`~lerobot_tools.dataset.features.compare_feature`, the ``huggingface`` metadata rule) live in
+:mod:`lerobot_tools.dataset.features`, so that ``lrtool repair`` decides what to cast and rewrite with the same
+rules validate reports with.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Family M (dataset side): what a mixture entry asks of its dataset.
 
 The target-resolution findings themselves (M001, M002) are raised by the engine before a dataset opens.
-Sources: lerobot-format §18 (OpenTau ``data_features_name_mapping``, ``episodes``), pitfalls I1.
+Sources: OpenTau ``configs/default.py`` (``DatasetConfig``: ``data_features_name_mapping``, ``episodes``;
+see docs/mixtures.md), docs/failure-modes.md#shared-repo-mapping.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Family T: the task table and every reference to it.
 
-Sources: lerobot-format §7 (tasks.jsonl / tasks.parquet forms and positional lookup), §8 (episode
-``tasks`` lists); pitfalls B1-B6. task_index values in the data are read from footer min/max statistics,
-and from the ``task_index`` column only for files written without statistics.
+Sources: docs/format.md#tasks (tasks.jsonl / tasks.parquet forms and positional lookup; lerobot 0.4.4
+``datasets/utils.py`` ``load_tasks``), docs/format.md#episodes (episode ``tasks`` lists); docs/failure-modes.md
+(#tasks-without-index, #positional-tasks, #episode-task-drift, #duplicate-tasks, #missing-task-label). task_index
+values in the data are read from footer min/max statistics, and from the ``task_index`` column only for files
+written without statistics.
 """
 
 from __future__ import annotations

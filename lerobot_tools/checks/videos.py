@@ -1,8 +1,10 @@
 """Family F (video side): referenced mp4 files exist, are real videos, match info.json and cover their episodes.
 
-Every referenced video is sniffed and its MP4 boxes walked (header only, ~0.1 ms); the PyAV header (codec,
-pix_fmt, no decode) is read for the first file of each video key, or for every file with ``--deep``.
-Sources: lerobot-format §10 (encoding, ``info`` keys, locating frames), pitfalls C4, D3, D5-D8.
+Every referenced video is sniffed and its MP4 boxes walked (header only, ~0.1 ms); the PyAV header (codec, pix_fmt,
+no decode) is read for the first file of each video key, or for every file with ``--deep``. Sources:
+docs/format.md#videos (encoding, ``info`` keys, locating frames; lerobot 0.4.4 ``datasets/video_utils.py``),
+docs/failure-modes.md (#merged-offsets, #short-video, #stream-copy-joins, #accumulated-durations,
+#video-info-episode-0, #av1-decoding).
 """
 
 from __future__ import annotations
