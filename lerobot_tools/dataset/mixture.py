@@ -7,7 +7,8 @@ Two forms are read:
   comment; blank lines are ignored. A relative path is taken relative to the mixture file; a token that is
   not an existing path but has the form ``org/name`` is a repo id. Either every entry gives a weight or
   none does.
-* **OpenTau training-config JSON** (lerobot-format §18) — ``dataset_mixture.datasets[*]`` (or a bare
+* **OpenTau training-config JSON** (OpenTau ``configs/default.py`` ``DatasetMixtureConfig``, docs/mixtures.md)
+  — ``dataset_mixture.datasets[*]`` (or a bare
   mixture object ``{"datasets": [...]}``, or a list of entries) with ``repo_id`` / ``root`` /
   ``revision`` / ``episodes`` / ``excluded_episodes`` / ``data_features_name_mapping``. ``{"$ref": "path"}``
   includes another file anywhere a value is expected; sibling keys deep-merge over the included object;

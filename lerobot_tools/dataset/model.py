@@ -3,8 +3,8 @@
 A :class:`Dataset` reads ``meta/info.json`` eagerly (it decides the layout) and everything else on first
 use: episode metadata (v2.x ``meta/episodes.jsonl``, v3.0 ``meta/episodes/*/*.parquet``), the task table
 (``meta/tasks.jsonl`` / ``meta/tasks.parquet``), ``meta/stats.json``, and the data/video files each episode
-lives in (expanded from the ``data_path`` / ``video_path`` templates). Format facts come from
-lerobot-format §§2–8 (lerobot ``7427f318``, OpenTau ``0b153a92``).
+lives in (expanded from the ``data_path`` / ``video_path`` templates). Format facts: docs/format.md#layouts to
+docs/format.md#episodes (lerobot 0.4.4 and ``huggingface/lerobot@7427f318``, ``TensorAuto/OpenTau@0b153a92``).
 
 Reading never writes into the dataset. Problems surface as :class:`~lerobot_tools.errors.DatasetError`
 with a one-line message naming the file; the checks turn those into findings. Every metadata file is sniffed
@@ -74,7 +74,7 @@ def parse_codebase_version(value: object) -> tuple[int, int] | None:
     """Parse ``codebase_version`` (``"v2.1"``, ``"v3.0"``, ``"3.0"``) into ``(major, minor)``.
 
     Returns None when the value is not a version string. Never used on revisions: a revision such as a
-    commit SHA is resolved through the cache refs, not parsed (pitfalls F1).
+    commit SHA is resolved through the cache refs, not parsed (docs/failure-modes.md#short-shas).
     """
     if not isinstance(value, str):
         return None

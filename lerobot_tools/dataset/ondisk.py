@@ -7,7 +7,7 @@ names every expected file; v3.0 names files by ``{chunk_index}`` / ``{file_index
 metadata lists, so the files on disk whose names fit the template are taken. Nothing here reads the episode
 metadata, so no count derived from it can leak into a finding.
 
-Sources: lerobot-format §2 (templates and their placeholders), §3.1 (``total_episodes``).
+Sources: docs/format.md#layouts (templates and their placeholders), docs/format.md#info-json (``total_episodes``).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ documentation (``file_000.mp4``, ``file-0000.mp4``), or another chunk folder (``
 says where and how many: ``"43 of the 50 expected video files are under video/…; 7 are absent everywhere"``.
 
 Only names the dataset's own files would have are looked up (a few ``stat`` calls per missing file and
-candidate layout); nothing is read. Sources: lerobot-format §2 (the v2.1 and v3.0 templates, and the stale
-spellings of earlier documentation).
+candidate layout); nothing is read. Sources: docs/format.md#layouts (the v2.1 and v3.0 templates, and the stale
+spellings of lerobot's documentation).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ A TARGET is:
   (lerobot v3 downloads there). In a snapshot cache, a branch or tag (``main``, ``v2.1``, ``v3.0``) is
   resolved through ``refs/<name>``; a full 40-hex commit SHA names ``snapshots/<sha>`` directly; an
   abbreviated hex SHA (7+ chars) matches a unique snapshot prefix. A revision is **never** parsed as a
-  codebase version (pitfalls F1: ~10 % of short SHAs parse as PEP 440 versions).
+  codebase version (docs/failure-modes.md#short-shas: ~10 % of short SHAs parse as PEP 440 versions).
 
 Nothing read from a cache leaves it: a revision must be a branch/tag name or a hex SHA
 (:func:`lerobot_tools.dataset.mixture.revision_problem`: no absolute path, no ``..`` component); a
@@ -190,7 +190,7 @@ def resolve_repo_id(repo_id: str, revision: str | None = None) -> Target:
     With a revision, a hub-cache snapshot of that revision is preferred; ``$HF_LEROBOT_HOME/<repo_id>``
     holds a single unversioned copy, so it is used when no snapshot matches, with a note that the
     revision could not be checked (lerobot itself ignores the revision when a local copy loads,
-    pitfalls F5).
+    docs/failure-modes.md#local-copy-wins).
     """
     spec = repo_id + (f"@{revision}" if revision else "")
     target = Target(spec=spec, repo_id=repo_id, revision=revision)

@@ -1,6 +1,7 @@
 """``data_path`` / ``video_path`` templates of ``meta/info.json``.
 
-Sources: lerobot-format §2. v2.x templates use ``{episode_chunk}``, ``{episode_index}``, ``{video_key}``;
+Sources: docs/format.md#layouts (lerobot 0.4.4 ``datasets/utils.py`` ``DEFAULT_DATA_PATH``, ``DEFAULT_VIDEO_PATH``).
+v2.x templates use ``{episode_chunk}``, ``{episode_index}``, ``{video_key}``;
 v3.0 templates use ``{chunk_index}``, ``{file_index}``, ``{video_key}``. Readers format them with
 ``str.format``, so a template may only use those placeholders with integer/string format specs.
 

@@ -1,7 +1,8 @@
 """Bundled loaders for LeRobot datasets: the map-style :class:`FrameDataset` with its
 :class:`EpisodeAwareSampler`, and the iterable :class:`EpisodeShuffleStream`.
 
-They embody fixes large runs needed (lerobot-format §14, pitfalls C7, D3, D9, I3): rows aligned to
+They embody fixes large runs needed (docs/format.md#loader-assumptions; docs/failure-modes.md
+(#episode-subsets, #short-video, #decoder-leaks, #per-dataset-tolerance)): rows aligned to
 episodes for any episode subset, video frames located at the episode-local time with a tolerance and a
 bounded decoder cache, de-duplicated warnings, shuffles whose order is a pure function of
 ``(seed, epoch)`` so ranks need no RNG synchronisation, O(episodes) memory, exact resume.

@@ -1,9 +1,10 @@
 """``FrameDataset``: a map-style torch dataset of the frames of a LeRobot dataset (v2.0, v2.1, v3.0).
 
-How it reads (lerobot-format §§6, 10.3, 14; pitfalls C7, D3, D9, I3):
+How it reads (docs/format.md#data-files, docs/format.md#videos, docs/format.md#loader-assumptions;
+docs/failure-modes.md (#episode-subsets, #short-video, #decoder-leaks, #per-dataset-tolerance)):
 
 * **Rows.** The data parquet files holding the selected episodes go, in sorted path order (the order the
-  episode metadata implies, §6), through ``datasets.load_dataset("parquet", data_files=[...])`` once per
+  episode metadata implies), through ``datasets.load_dataset("parquet", data_files=[...])`` once per
   machine; its Arrow cache is then memory-mapped directly on every later open (:mod:`._arrow`: a warm
   open takes milliseconds and does not import ``datasets``). Resident pages are file-backed, so the
   process's anonymous memory does not grow with the data. One pass over the ``episode_index`` column
@@ -13,8 +14,8 @@ How it reads (lerobot-format §§6, 10.3, 14; pitfalls C7, D3, D9, I3):
   another episode's rows.
 * **Episode subsets.** ``episodes=[5, 2, 9]`` (unsorted, sparse) selects those episodes; samples are ordered
   by ascending episode index (as lerobot v3 and OpenTau do), and every sample is taken from the rows of
-  its own episode, never through ``episode_index`` arithmetic (pitfalls C7: lerobot <= 0.3 indexed by
-  episode id and returned wrong rows for non-contiguous subsets).
+  its own episode, never through ``episode_index`` arithmetic (lerobot <= 0.3 indexed by
+  episode id and returned wrong rows for non-contiguous subsets, docs/failure-modes.md#episode-subsets).
 * **Windows.** ``delta_timestamps={"action": [0.0, 0.1, 0.2]}`` returns, for that key, the rows at those
   offsets (seconds, multiples of 1/fps within ``tolerance_s``), clamped to the episode, stacked on a new
   first axis, plus a ``<key>_is_pad`` bool mask that is True where the offset fell outside the episode.
@@ -24,7 +25,8 @@ How it reads (lerobot-format §§6, 10.3, 14; pitfalls C7, D3, D9, I3):
 * **Tasks.** ``task`` is the label of the row's ``task_index`` in the task table. A label an episode lists
   that the task table lacks, or a ``task_index`` with no row, is tolerated: one warning per dataset and
   problem (de-duplicated across samples, DataLoader workers and dataset objects: a 392-dataset run logged
-  ~3000 copies before OpenTau de-duplicated, pitfalls I3), and the samples concerned carry no ``task`` key.
+  ~3000 copies before OpenTau de-duplicated, docs/failure-modes.md#per-dataset-tolerance), and the samples
+  concerned carry no ``task`` key.
 
 torch is imported by this module, torchcodec when a dataset with video keys is opened (and pandas, which
 pyarrow's ``to_numpy`` imports on first use), datasets only when an Arrow cache has to be built: all of them
@@ -50,7 +52,7 @@ from lerobot_tools.loaders.video import DecoderCache, DecoderStats, FrameTimesta
 
 __all__ = ["FrameDataset", "LoaderWarning", "collate_frames", "FrameTimestampError", "VideoDecodeError"]
 
-#: torch dtype of each ``info.json`` numeric dtype (lerobot-format §5.1).
+#: torch dtype of each ``info.json`` numeric dtype (docs/format.md#columns).
 TORCH_DTYPES = {
     "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
     "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,

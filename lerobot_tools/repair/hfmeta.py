@@ -1,7 +1,7 @@
 """The ``huggingface`` parquet schema-metadata key, rebuilt the way ``datasets`` writes it.
 
 ``datasets`` stores ``{"info": {"features": {<column>: <feature JSON>}}}`` under the key ``huggingface``
-(lerobot-format §5.3, verified with datasets 4.8.5 and 5.2). Feature JSON per type:
+(docs/format.md#columns, verified with datasets 4.8.5 and 5.2). Feature JSON per type:
 
 * scalar ``Value``: ``{"dtype": "float32", "_type": "Value"}`` (numpy dtype names; Arrow ``float`` is
   ``float32``, ``double`` is ``float64``, ``large_string`` stays ``large_string``);

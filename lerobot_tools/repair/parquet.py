@@ -1,8 +1,8 @@
 """Rewrite one parquet file with column operations, keeping everything else as it was.
 
 The file is read and written one row group at a time (memory = one row group), so the row-group layout
-(one group per episode for native files, pitfalls E2), the compression codec, the page index and the
-statistics stay as they were; only the named columns and the ``huggingface`` / ``pandas`` key-value
+(one group per episode for native files, docs/failure-modes.md#row-groups), the compression codec, the page
+index and the statistics stay as they were; only the named columns and the ``huggingface`` / ``pandas`` key-value
 metadata change. The new file is written next to the old one through :func:`lerobot_tools._io.atomic_path`
 and verified before it replaces the original: same row count per row group, the expected schema, and
 every column equal to the original after the intended operation (lists additionally compared value by
@@ -396,7 +396,8 @@ def distinct_list_lengths(path: Path, column: str) -> set[int] | None:
 
 
 def write_tasks_parquet(path: Path, rows: list[tuple[int, str]]) -> None:
-    """Write ``meta/tasks.parquet`` as lerobot writes it (lerobot-format §7.2): ``pandas.DataFrame`` whose
+    """Write ``meta/tasks.parquet`` as lerobot writes it (lerobot 0.4.4 ``datasets/utils.py`` ``write_tasks``,
+    docs/format.md#tasks): ``pandas.DataFrame`` whose
     index is the task string named ``task`` with one int64 ``task_index`` column, rows in order; atomic and
     verified by reading it back through pandas (index name, labels and indices equal).
 

@@ -26,9 +26,10 @@ has a page index (column index + offset index on every column chunk). A file tha
   the original. A killed run leaves the original or the finished new file, plus at most a
   ``.lrtool-tmp-*`` file that the next run removes (:func:`lerobot_tools._io.clean_stale_temps`).
 
-Sources: lerobot-format §6 (row order, file naming), §11 (the native writer emits one row group per
-episode, snappy, dictionary, no page index; ``delete_episodes``/``split``/converter/pandas writers emit
-one row group per file), pitfalls E2; datasets 5.2 ``packaged_modules/parquet`` and
+Sources: docs/format.md#data-files (row order, file naming), docs/format.md#row-groups (the native writer,
+lerobot 0.4.4 ``LeRobotDataset._save_episode_data``, emits one row group per episode, snappy, dictionary, no page index;
+``delete_episodes``/``split``/converter/pandas writers emit one row group per file),
+docs/failure-modes.md#row-groups; datasets 5.2 ``packaged_modules/parquet`` and
 ``iterable_dataset.py`` for how shards are counted (see :class:`ShardCount`).
 
 >>> from lerobot_tools.reshard import ReshardOptions, reshard

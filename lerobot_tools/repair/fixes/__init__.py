@@ -13,9 +13,10 @@ T007), :mod:`.counters` (C001-C003, C008, T006), :mod:`.metadata` (S006 and the 
 :mod:`.stats` (G003-G008, G010: statistics recomputed from the data).
 :data:`FIXES` lists them in the order they run.
 
-Sources of the format facts: lerobot-format §2 (templates), §3 (counters), §4 (features), §5 (physical
-variants, ``huggingface`` metadata), §7 (task tables), §10.2 (video ``info`` keys); pitfalls A1-A12, B1-B6,
-C11 (repair column).
+Sources of the format facts: docs/format.md#layouts (templates), docs/format.md#info-json (counters),
+docs/format.md#features, docs/format.md#columns (physical variants, ``huggingface`` metadata), docs/format.md#tasks
+(task tables), docs/format.md#videos (video ``info`` keys); the failure modes each fix addresses are in
+docs/failure-modes.md, and each check's repair in docs/checks.md.
 """
 
 from __future__ import annotations
