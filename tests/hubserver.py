@@ -2,7 +2,7 @@
 injected faults.
 
 It serves dataset repos held in memory (filled from fixture folders or dicts) with the routes and
-headers ``huggingface_hub`` 2.4 and ``lrtool prefetch`` use (hub-downloads reference §2):
+headers ``huggingface_hub`` 2.4 and ``lrtool prefetch`` use (docs/prefetch.md#requests):
 
 * ``GET /api/datasets/{org}/{name}[/revision/{rev}]`` -> ``{"id", "sha", "siblings", ...}``;
   404 + ``X-Error-Code: RepoNotFound`` / ``RevisionNotFound``. ``{rev}`` may be URL-quoted.

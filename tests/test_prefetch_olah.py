@@ -1,5 +1,5 @@
 """``lrtool prefetch`` against olah, a Hub mirror nobody here wrote (PyPI ``olah``, serving local git
-repos with ``[accessibility] offline = true``; hub-downloads reference §3).
+repos with ``[accessibility] offline = true``; docs/prefetch.md#servers).
 
 olah has heavy dependencies, so it lives in its own virtual environment. The test finds its
 ``olah-cli`` through ``LRTOOL_OLAH_BIN``, ``PATH``, or ``.venv-olah/bin/olah-cli`` (what

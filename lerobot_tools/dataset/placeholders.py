@@ -13,7 +13,7 @@ is said once: :func:`shared_causes` groups sniff results by cause and by folder,
 
 Sources: Git LFS pointer format (git-lfs ``docs/spec.md``); the Hugging Face Hub answers a missing or
 gated file with a JSON body ``{"error": "..."}`` and a rate-limited request with an HTML or JSON body
-(``docs/hub-downloads.md`` in this repository); a parquet file ends with the 4-byte magic ``PAR1`` (Apache
+(docs/prefetch.md#requests); a parquet file ends with the 4-byte magic ``PAR1`` (Apache
 Parquet format specification); JSON documents end with their closing bracket (RFC 8259).
 """
 

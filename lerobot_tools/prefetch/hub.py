@@ -1,13 +1,13 @@
 """A thin, budgeted, 429-safe client for the three Hub calls prefetch needs.
 
-What comes from ``huggingface_hub`` (hub-downloads reference §1-§2): the shared HTTP client
+What comes from ``huggingface_hub`` (docs/prefetch.md#requests): the shared HTTP client
 (:func:`huggingface_hub.utils.get_session`, so user-configured proxies/certificates and the library's
 offline guard apply), download URLs (:func:`huggingface_hub.hf_hub_url`), error classification
 (:func:`huggingface_hub.utils.hf_raise_for_status`: ``RepoNotFound``, ``RevisionNotFound``,
 ``GatedRepo``...) and the token lookup (:func:`huggingface_hub.get_token`, ``HF_TOKEN`` then the
 stored token).
 
-What this layer adds, because the library lacks it (reference §4):
+What this layer adds, because the library lacks it (docs/prefetch.md#rate-limits):
 
 * every request, including the revision resolve, each tree page and each redirect hop, is classified
   into its Hub rate-limit bucket (:func:`~lerobot_tools.prefetch.ratelimit.bucket_of_url`: ``"api"``,
@@ -26,7 +26,7 @@ What this layer adds, because the library lacks it (reference §4):
   SHA-1 or LFS SHA-256) before the caller renames the file into place.
 
 Headers are built here rather than with ``build_hf_headers`` because building the library's
-user-agent may fetch ``/api/agent-harnesses`` (reference §2, scenario X2): one request outside the
+user-agent may fetch ``/api/agent-harnesses`` (docs/prefetch.md#environment): one request outside the
 budget in every process. The token goes only to the endpoint's origin (never to a CDN a download
 redirects to) and never into a message, a log record or a report.
 """
@@ -430,7 +430,7 @@ class HubClient:
         """Commit SHA of ``revision`` (branch or tag) of dataset ``repo_id``.
 
         ``GET {endpoint}/api/datasets/{repo_id}/revision/{revision}`` (revision URL-quoted with
-        ``safe=""``); the JSON answer's ``sha`` is the commit (reference §2). Retried on 429/5xx,
+        ``safe=""``); the JSON answer's ``sha`` is the commit (docs/prefetch.md#requests). Retried on 429/5xx,
         unlike ``HfApi.dataset_info``.
 
         Raises:
@@ -459,7 +459,7 @@ class HubClient:
 
     def list_tree(self, repo_id: str, commit: str, stats: CallStats) -> dict[str, TreeFile]:
         """All files of ``repo_id`` at ``commit``: ``GET .../tree/{commit}?recursive=true&expand=false``,
-        following ``Link: <...>; rel="next"`` pages (1000 entries per page on the Hub, reference §2).
+        following ``Link: <...>; rel="next"`` pages (1000 entries per page on the Hub, docs/prefetch.md#requests).
 
         Returns:
             path -> :class:`TreeFile` (directories dropped).

@@ -1,7 +1,7 @@
 """What is already on disk: tree listings, per-file download metadata, and the presence check.
 
 lrtool keeps its bookkeeping in the same place and format as ``huggingface_hub``'s ``local_dir``
-downloads (hub-downloads reference §1, "How local_dir keeps its metadata"), so a folder prefetched by
+downloads (huggingface_hub ``_local_folder.py``; docs/prefetch.md#local-dir), so a folder prefetched by
 lrtool is recognised as up to date by ``snapshot_download(local_dir=...)`` / ``hf_hub_download`` and
 vice versa::
 

@@ -2,7 +2,7 @@
 
 With the commit known, prefetch skips the revision resolve (``GET /api/datasets/{repo}/revision/{rev}``)
 and, once the tree listing of that commit is cached in the destination, makes no request at all for a
-complete local copy (hub-downloads reference §1(b)/(d): a commit SHA is immutable, a branch is not).
+complete local copy (docs/prefetch.md#requests: a commit SHA is immutable, a branch is not).
 
 Format (JSON, keys sorted so diffs stay small)::
 

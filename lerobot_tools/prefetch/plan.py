@@ -6,7 +6,7 @@ subset and the whole repo) is fetched once with the union of what the entries ne
 
 File selection works on sets of exact repo paths, never glob patterns (``snapshot_download``'s
 ``allow_patterns`` filter is O(files x patterns) and treats ``[`` ``?`` ``*`` in paths as wildcards;
-hub-downloads reference §1(c)):
+huggingface_hub ``utils/_paths.py`` ``filter_repo_objects``; docs/prefetch.md#requests):
 
 * whole-repo entry: every file of the tree listing;
 * episode subset, v2.x (one file per episode): everything under ``meta/`` plus, for each selected
