@@ -213,8 +213,9 @@ def bench_video(work: Path, size: str, batches: int) -> None:
     full_stats = synth._image_stats
     synth._image_stats = lambda frames, quantiles: full_stats(frames[:, ::16, ::16], quantiles)
     W, H = (int(x) for x in size.lower().split("x"))
-    # 25 fps: synth's stream-copy concatenation at 30 fps leaves 0.65 ms gaps between episodes (pitfalls D6),
-    # which the 1e-4 s tolerance rightly refuses from the second episode of a file on
+    # 25 fps: synth's stream-copy concatenation at 30 fps leaves 0.65 ms gaps between episodes
+    # (docs/failure-modes.md#accumulated-durations), which the 1e-4 s tolerance rightly refuses from the second
+    # episode of a file on
     print(f"\n== 2. Decoded frames/s, v3.0 h264 GOP 2 {W}x{H} 25 fps, 1 camera, 24 episodes x 100 frames, "
           "batch 32")
     root = work / "video"

@@ -1,6 +1,6 @@
 """``diagnose-decode`` as a library: will each video stream decode on a GPU's NVDEC, or go to the CPU, and why.
 
-Pipeline (behind ``lrtool diagnose-decode``; decision logic from lrtool's video-decode survey §6):
+Pipeline (behind ``lrtool diagnose-decode``; decision logic: docs/video-decoding.md#decision):
 
 1. **Probe** (parallel over ``jobs`` worker processes, one target per task; PyAV only, no torch): for each
    target (folder, cached repo id, mixture entry; :func:`lerobot_tools.dataset.resolve_targets`) and each

@@ -15,7 +15,8 @@ from lerobot_tools.video.nvdec import NO, UNKNOWN, YES, GpuSpec, NvdecVerdict
 ERROR, WARNING, INFO = "error", "warning", "info"
 _SEV_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
-#: Keyframe interval above which random-access training decodes many frames per sample (survey §6.1).
+#: Keyframe interval above which random-access training decodes many frames per sample
+#: (docs/video-decoding.md#decision).
 GOP_WARN = 60
 DEFAULT_TARGET_FPS = 1000.0
 MAX_EXAMPLES = MAX_EXAMPLE_PATHS  # example paths per grouped problem, as in validate's findings

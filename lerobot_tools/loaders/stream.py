@@ -1,8 +1,8 @@
 """``EpisodeShuffleStream``: an iterable dataset that reads episodes sequentially, shuffled per epoch.
 
 Sequential reads within an episode are what video decoding and row-group reads are cheapest at
-(video-decode §4: random access costs 2-6x sequential at GOP 30), while a pool of interleaved episodes
-keeps each batch mixed. The plan, for epoch ``e``:
+(a random frame costs about half a keyframe interval of extra decoded frames, docs/video-decoding.md#decode-cost),
+while a pool of interleaved episodes keeps each batch mixed. The plan, for epoch ``e``:
 
 1. **Episode order**: a permutation of the episodes keyed by ``(seed, e)`` (natural order if
    ``shuffle=False``).

@@ -1,15 +1,17 @@
 """Video frames by timestamp through a bounded LRU of open torchcodec decoders.
 
-Facts used (lerobot-format §10.3, pitfalls D3/D9, video-decode §4):
+Facts used (docs/format.md#videos, docs/failure-modes.md (#short-video, #decoder-leaks),
+docs/video-decoding.md#decode-cost):
 
 * A frame is located by its time in the file: v2.x ``timestamp`` (one mp4 per episode, starting at 0);
   v3.0 ``episodes[ep]["videos/<key>/from_timestamp"] + timestamp`` (many episodes per mp4).
-* torchcodec (lerobot's default) opens with ``seek_mode="approximate"`` (no full-file scan, which
-  video-decode §4 measured at +58 % per open on a real AV1 file) and fetches frame
+* torchcodec (lerobot's default) opens with ``seek_mode="approximate"`` (no full-file scan at
+  open, docs/video-decoding.md#decode-cost) and fetches frame
   ``round(t * average_fps)`` with ``get_frames_at``. Each query must then lie within ``tolerance_s``
   (default 1e-4 s, ``<=`` as lerobot since ``e081bbdeb``) of the pts of the closest decoded frame, or
   :class:`FrameTimestampError` is raised. An index past the end of the file is an error too (upstream
-  torchcodec raises ``IndexError``; OpenTau clamps, which hides a short consolidated video, D3).
+  torchcodec raises ``IndexError``; OpenTau clamps, which hides a short consolidated video,
+  docs/failure-modes.md#short-video).
 * Open decoders hold FFmpeg contexts and buffers: an unbounded per-worker cache reached ~30 GB on datasets
   with thousands of mp4 files (D9, lerobot ``dfdc48a7f``, now an LRU of 100 set by
   ``LEROBOT_VIDEO_DECODER_CACHE_SIZE``). :class:`DecoderCache` is bounded, per process, and never reuses

@@ -2,9 +2,9 @@
 
 Decoding is done the way LeRobot's loaders do it, with torchcodec ``VideoDecoder(path, device=...,
 seek_mode="approximate")`` and one ``get_frame_at(i)`` per sample, frames in random (not sorted) order,
-so each one pays its seek and the decode of its GOP up to the frame (survey §4: random access costs about
-GOP/2 extra decoded frames per sample). When torchcodec cannot be imported, PyAV decodes the same frames
-(seek to the keyframe before each target, decode to it, convert to RGB) so a CPU cost is still measured.
+so each one pays its seek and the decode of its GOP up to the frame (docs/video-decoding.md#decode-cost: random
+access costs about GOP/2 extra decoded frames per sample). When torchcodec cannot be imported, PyAV decodes the same
+frames (seek to the keyframe before each target, decode to it, convert to RGB) so a CPU cost is still measured.
 
 For each device a warm-up decoder opens the file and decodes the first target frame (CUDA context and
 library start-up are not timed); then a fresh decoder is opened (``open_ms``) and the K frames are timed
@@ -162,8 +162,8 @@ def decode_pyav(path: str, indices: list[int], on_frame: Callable[[int, Any], No
 
     Each target is reached by decoding forward from the previous one, or, when it lies behind it or past a
     keyframe (MP4 ``stss``; without an index, whenever it is not the next frames), by seeking to the keyframe
-    at or before it first — the "smart" PyAV pattern of the survey (§4.1). Frame index -> timestamp assumes a
-    constant frame rate.
+    at or before it first — the "smart" PyAV pattern (docs/video-decoding.md#decode-cost). Frame index -> timestamp
+    assumes a constant frame rate.
     """
     try:
         import av

@@ -5,7 +5,7 @@ torchcodec wheel next to a CPU torch (``libnvrtc.so.13: cannot open shared objec
 no ``nvidia-smi`` — each becomes a one-line ``error``/note, never a traceback. Importing this module
 imports only the standard library (and :mod:`lerobot_tools.errors`).
 
-How each fact is found (sources: lrtool's video-decode survey §2, torchcodec 0.13 sources):
+How each fact is found (sources: docs/video-decoding.md#environment, torchcodec 0.13 sources):
 
 * torch: ``torch.__version__``, ``torch.version.cuda`` (None on a CPU build), ``torch.cuda.is_available()``;
   per device ``get_device_name``/``get_device_capability``/``get_device_properties`` (guarded: on a CPU
@@ -164,8 +164,8 @@ class Environment:
     def gpu_path_problems(self, index: int = 0) -> list[str]:
         """Why ``VideoDecoder(path, device=f"cuda:{index}")`` cannot decode on that GPU; empty when it can.
 
-        Every failing rung is listed, in order (survey §6.1): torch importable -> torch CUDA build ->
-        a visible CUDA device (and index in range) -> torchcodec importable -> torchcodec CUDA build ->
+        Every failing rung is listed, in order (docs/video-decoding.md#environment): torch importable -> torch CUDA
+        build -> a visible CUDA device (and index in range) -> torchcodec importable -> torchcodec CUDA build ->
         ``libnvcuvid.so.1`` loadable (without it torchcodec silently decodes on CPU).
         """
         out = []

@@ -1,6 +1,6 @@
 """Header-only video probe: what a video file is and whether it is whole, without decoding it.
 
-Layers run cheapest first and stop early (recipe and timings: lrtool's video-decode survey, §3):
+Layers run cheapest first and stop early (docs/video-decoding.md#probing):
 
 1. :func:`lerobot_tools.sniff.sniff` (size + first 512 bytes, ~0.01 ms): missing, empty, Git LFS pointer,
    HTML/XML/JSON error body, container magic.
