@@ -33,7 +33,7 @@ def test_fixture_raises_its_checks(fx):
 
 @pytest.mark.parametrize("name", ["clean_v21", "clean_v30"])
 def test_clean_fixtures_have_no_findings_beyond_the_native_page_index_note(name):
-    # written like lerobot's native writer: one row group per episode, no page index (lerobot-format §11),
+    # written like lerobot's native writer: one row group per episode, no page index (docs/format.md#row-groups),
     # so the only finding is the R003 info that lrtool reshard addresses
     (report,) = validate([str(FIXTURES / "datasets" / name)], ValidateOptions(deep=True, all_videos=True, world_size=1))
     assert [(f.check, f.severity) for f in report.findings] == [("R003", "info")], \

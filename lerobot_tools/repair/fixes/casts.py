@@ -16,9 +16,10 @@ from lerobot_tools.repair.model import ColumnOp, Subject
 
 # =========================================================================== S004 shape
 def fix_shape(rc: RepairContext) -> None:
-    """S004: a ``[1]`` feature stored as a one-element list is cast to a scalar column (pitfalls A3; every
-    row checked to hold exactly one element). A vector stored with another fixed length in every data file is
-    re-declared with that shape only when its names and stats.json agree with the stored length."""
+    """S004: a ``[1]`` feature stored as a one-element list is cast to a scalar column
+    (docs/failure-modes.md#scalar-as-list; every row checked to hold exactly one element). A vector stored with
+    another fixed length in every data file is re-declared with that shape only when its names and stats.json agree
+    with the stored length."""
     from lerobot_tools.repair.parquet import scan_list_lengths
 
     for name, feat in list(rc.feats.items()):
@@ -89,9 +90,9 @@ def _redeclare_shape(rc: RepairContext, name: str, feat: dict, per_file: dict[st
 
 # =========================================================================== S005 variable-length lists
 def fix_variable_lists(rc: RepairContext) -> None:
-    """S005: a fixed-length vector stored as a variable-length list (a pandas round-trip, pitfalls A4) is
-    cast to ``fixed_size_list[N]`` after every row of every affected file was checked to hold N elements;
-    a single row of another length makes it not repairable (D005)."""
+    """S005: a fixed-length vector stored as a variable-length list (a pandas round-trip,
+    docs/failure-modes.md#variable-lists) is cast to ``fixed_size_list[N]`` after every row of every affected file
+    was checked to hold N elements; a single row of another length makes it not repairable (D005)."""
     from lerobot_tools.repair.parquet import scan_list_lengths
 
     for name, feat in rc.feats.items():

@@ -14,8 +14,8 @@ from lerobot_tools.repair.fixes.context import RepairContext
 # =========================================================================== counters
 def fix_counters(rc: RepairContext) -> None:
     """C001 ``total_episodes``, C002 ``total_frames``, T006 ``total_tasks``, C003 ``total_videos`` /
-    ``total_chunks`` (v2.x) and C008 ``splits``, recomputed from what is on disk (lerobot-format §3.1,
-    pitfalls B3, C11). A counter of data that cannot be read is never guessed or zeroed."""
+    ``total_chunks`` (v2.x) and C008 ``splits``, recomputed from what is on disk (docs/format.md#info-json,
+    docs/failure-modes.md#counters). A counter of data that cannot be read is never guessed or zeroed."""
     ds = rc.ds
     try:
         episodes = ds.episodes

@@ -13,14 +13,15 @@ from lerobot_tools.dataset.model import INFO_PATH, valid_fps
 from lerobot_tools.repair.fixes.context import RepairContext, column_subject, files_text, lengths_over_files
 from lerobot_tools.repair.model import ColumnOp
 
-#: Column names lerobot declares with dtype ``language`` (lerobot-format §4).
+#: Column names lerobot declares with dtype ``language`` (docs/format.md#features).
 LANGUAGE_COLUMNS = ("language_persistent", "language_events")
 
 
 # =========================================================================== I005 fps
 def fix_fps(rc: RepairContext) -> None:
     """I005: ``fps`` stored as an integral float (``30.0``) is written as the integer (``30``); lerobot's
-    converter casts with ``int()`` too (pitfalls A10). A fractional or non-positive fps is not mechanical."""
+    converter casts with ``int()`` too (docs/failure-modes.md#fractional-fps). A fractional or non-positive fps is
+    not mechanical."""
     fps = rc.info.get("fps")
     if isinstance(fps, float) and valid_fps(fps) is not None and fps.is_integer():
         rc.info["fps"] = int(fps)
@@ -158,9 +159,9 @@ def feature_from_arrow(name: str, t: Any, lengths: Callable[[], set[int] | None]
 
 
 def fix_undeclared(rc: RepairContext) -> None:
-    """S002: a column in the data parquet that info.json does not declare (pitfalls A1). Declared from its
-    Arrow type when every data file has it with one type; or, with ``--drop-undeclared``, dropped from every
-    data file that has it (the backup keeps the originals)."""
+    """S002: a column in the data parquet that info.json does not declare (docs/failure-modes.md#undeclared-column).
+    Declared from its Arrow type when every data file has it with one type; or, with ``--drop-undeclared``, dropped
+    from every data file that has it (the backup keeps the originals)."""
     feats = rc.feats
     columns: dict[str, dict[str, Any]] = {}
     for rel, footer in rc.footers.items():

@@ -18,7 +18,8 @@ from lerobot_tools.repair.model import ParquetChange
 # =========================================================================== S006 huggingface metadata
 def fix_hf_metadata(rc: RepairContext) -> None:
     """S006: a data file without (or with wrong) ``huggingface`` schema metadata gets it rebuilt from info.json
-    as ``datasets`` writes it (pitfalls A4, lerobot-format §5.3). Runs after every declaration change."""
+    as ``datasets`` writes it (docs/failure-modes.md#variable-lists, docs/format.md#columns). Runs after every
+    declaration change."""
     files = []
     for rel, footer in rc.footers.items():
         schema = rc.planned_schema(rel)

@@ -13,9 +13,10 @@ from lerobot_tools.repair.model import TasksRewrite
 # =========================================================================== T004/T007/T002 task table
 def fix_tasks(rc: RepairContext) -> None:
     """T004 and T007 (v3.0): ``tasks.parquet`` rewritten as lerobot writes it (pandas index ``task``, one
-    ``task_index`` column, rows by position) with the same task_index -> task mapping (pitfalls B1, B2).
-    T002: labels referenced by episodes but missing from the table are appended with new indices
-    (``tasks.jsonl`` line / ``tasks.parquet`` row, pitfalls B4); ``total_tasks`` follows."""
+    ``task_index`` column, rows by position) with the same task_index -> task mapping (docs/failure-modes.md
+    (#tasks-without-index, #positional-tasks)). T002: labels referenced by episodes but missing from the table are
+    appended with new indices (``tasks.jsonl`` line / ``tasks.parquet`` row,
+    docs/failure-modes.md#episode-task-drift); ``total_tasks`` follows."""
     ds = rc.ds
     wants = [c for c in ("T004", "T007", "T002") if rc.wants(c)]
     if not wants:

@@ -16,8 +16,9 @@ from lerobot_tools.repair.fixes.files import find_elsewhere, plan_moves
 def fix_video_declarations(rc: RepairContext) -> None:
     """F009: ``video.codec``, ``video.pix_fmt``, ``video.fps`` and the feature shape (and ``video.height`` /
     ``video.width``) follow the probed stream when every referenced file of that camera is readable and they
-    all agree (lerobot writes these keys from episode 0's file only, pitfalls D7). A stream frame rate that
-    differs from info.json ``fps`` is not repairable: changing fps would re-time every frame."""
+    all agree (lerobot writes these keys from episode 0's file only, docs/failure-modes.md#video-info-episode-0). A
+    stream frame rate that differs from info.json ``fps`` is not repairable: changing fps would re-time every
+    frame."""
     from lerobot_tools.video.compare import compare_header, declared_video_info, frame_rate_differs
     from lerobot_tools.video.probe import probe_video, pyav_available
 

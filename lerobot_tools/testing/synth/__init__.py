@@ -6,7 +6,7 @@ memory is bounded by one episode whatever the number of episodes (measured: 250 
 with a 512-float extra vector, 1.2 GB of parquet, build in ~25 s on 2 cores at ~235 MB peak RSS, the
 same as for 25 such episodes).
 
-What is reproduced, per codebase version (sources: the lrtool format notes, derived from
+What is reproduced, per codebase version (sources: docs/format.md, derived from
 ``huggingface/lerobot`` at 7427f318 for v3.0 and at ``f55c6e89f^`` / OpenTau for v2.1):
 
 * ``meta/info.json``: 4-space indent, key order of ``DatasetInfo.to_dict`` (v3.0) or of the v2.1

@@ -21,7 +21,7 @@ def hf_feature_json(dtype: str, shape: Sequence[int]) -> dict:
     """Feature JSON as ``datasets`` >= 4 writes it into the ``huggingface`` parquet metadata.
 
     ``[1]`` -> ``{"dtype": dtype, "_type": "Value"}``; ``[N]`` -> ``{"feature": {...}, "length": N,
-    "_type": "List"}`` (format notes §5.3, verified with datasets 4.8.5).
+    "_type": "List"}`` (docs/format.md#columns, verified with datasets 4.8.5).
     """
     value = {"dtype": dtype, "_type": "Value"}
     if list(shape) == [1]:
