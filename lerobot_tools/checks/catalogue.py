@@ -303,7 +303,7 @@ _CHECKS = [
     Check("C006", "index-ranges", ERROR, "v3.0 dataset_from_index / dataset_to_index are not contiguous.",
           "to - from == length; ranges ascending and back to back from 0; the last ends at total_frames "
           "(docs/format.md#L2, docs/format.md#L3; docs/failure-modes.md#scrambled-ranges).",
-          "Padding masks true almost everywhere (huggingface/lerobot GitHub issue #1919) or KeyError in _absolute_to_relative_idx.",
+          "Padding masks true almost everywhere (huggingface/lerobot#1919) or KeyError in _absolute_to_relative_idx.",
           "Recompute the ranges from the episode lengths; not applied automatically.",
           **_manual("index ranges need recomputing with the data re-checked")),
     Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",

@@ -14,7 +14,7 @@ Sources (ids used in every cell's ``source``):
   architecture except GA100". The same column split appears in SDK 11.0, 12.0 and 12.2.
 * **S2** NVIDIA Multi-Instance GPU User Guide, "Supported GPUs" (product -> chip -> compute capability)
   and "Supported MIG Profiles" (NVDECs per GPU-instance profile).
-* **S3** ``cuvidGetDecoderCaps`` limits as printed by ``nvdecinfo`` (philipl/nv-video-info PR #7, GA106)
+* **S3** ``cuvidGetDecoderCaps`` limits as printed by ``nvdecinfo`` (philipl/nv-video-info#7, GA106)
   and FFmpeg/VA-API logs: coded size limits per codec. Medium confidence; they vary by generation.
 * **S4** torchcodec 0.13-0.17 sources (``BetaCudaDeviceInterface.cpp``): which streams torchcodec's
   NVDEC backend actually sends to NVDEC (library caveats, separate from the hardware verdict).
@@ -40,7 +40,7 @@ HIGH, MEDIUM, LOW = "high", "medium", "low"
 
 S1 = "NVIDIA Video Codec SDK 13.0 NVDEC Application Note, table 'NVDEC Hardware Capabilities'"
 S2 = "NVIDIA MIG User Guide, 'Supported MIG Profiles'"
-S3 = "cuvidGetDecoderCaps limits (nvdecinfo on GA106, nv-video-info PR #7)"
+S3 = "cuvidGetDecoderCaps limits (nvdecinfo on GA106, philipl/nv-video-info#7)"
 S4 = "torchcodec NVDEC backend source (BetaCudaDeviceInterface.cpp, 0.13-0.17)"
 S9 = "product datasheets (general knowledge)"
 
