@@ -7,7 +7,8 @@ containers a LeRobot dataset holds (Parquet, MP4/MOV, Matroska/WebM, AVI). Wheth
 right is complete (a Parquet footer, an MP4 ``moov`` box) is for the format readers to decide
 (pyarrow; :mod:`lerobot_tools.video.mp4`).
 
-Sources: Git LFS pointer format (git-lfs ``docs/spec.md``: ``version https://git-lfs.github.com/spec/v1``,
+Sources: Git LFS pointer format (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md:
+``version https://git-lfs.github.com/spec/v1``,
 ``oid sha256:<hex>``, ``size <bytes>``); ISO/IEC 14496-12 box header (4-byte size, 4-byte type);
 Matroska EBML magic ``1A 45 DF A3``; Parquet files begin and end with ``PAR1``; RIFF/AVI header.
 """

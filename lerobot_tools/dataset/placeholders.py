@@ -11,7 +11,8 @@ When many files share one cause (a ``git clone`` without ``git lfs pull`` leaves
 pointer; a download script that saved the server's error responses leaves HTML or JSON bodies), the cause
 is said once: :func:`shared_causes` groups sniff results by cause and by folder, with the fix.
 
-Sources: Git LFS pointer format (git-lfs ``docs/spec.md``); the Hugging Face Hub answers a missing or
+Sources: Git LFS pointer format (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md); the Hugging Face
+Hub answers a missing or
 gated file with a JSON body ``{"error": "..."}`` and a rate-limited request with an HTML or JSON body
 (docs/prefetch.md#requests); a parquet file ends with the 4-byte magic ``PAR1`` (Apache
 Parquet format specification); JSON documents end with their closing bracket (RFC 8259).
