@@ -165,7 +165,7 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
     """F010 / F012: every frame query of every episode lands on a frame of its video file.
 
     A loader locates frame ``k`` of an episode at ``from_timestamp + k / fps`` in the file (v2.x: ``k / fps``
-    in the episode's own file) and fails unless a frame lies within ``tolerance_s`` (lerobot-format §10.3).
+    in the episode's own file) and fails unless a frame lies within ``tolerance_s`` (docs/format.md#videos).
     Per episode and camera (frames at ``j / fps``, ``j < `` the file's sample count): F010 (error) when a query
     misses (``from_timestamp`` off the frame grid, the last query past the last frame), when the episode's
     frames overlap the previous episode's (the loader silently reads the other episode's frames), when a
