@@ -50,7 +50,8 @@ def test_findings_import_nothing_from_the_package():
 
 
 def test_catalogue_sits_on_findings_only():
-    assert _imports("lerobot_tools.checks.catalogue") == {"lerobot_tools.findings"}
+    assert _imports("lerobot_tools.checks.catalogue") == {"lerobot_tools.findings", "lerobot_tools.checks.check"}
+    assert _imports("lerobot_tools.checks.check") == set()
 
 
 def test_no_family_or_context_imports_the_engine_or_a_higher_layer():

@@ -13,58 +13,8 @@ both in this repository.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from lerobot_tools.checks.check import AUTO, EXPLICIT, Check, _auto, _manual  # noqa: F401  (re-exported)
 from lerobot_tools.findings import ERROR, INFO, SEVERITIES, WARNING  # noqa: F401  (re-exported)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One catalogue entry.
-
-    Attributes:
-        id: stable ID (``S002``).
-        name: stable kebab-case name (``column-undeclared``).
-        severity: default severity (a finding may be raised at another severity when its message says why).
-        title: the one-line summary.
-        what: what the check looks at.
-        why: how the defect breaks training (the symptom users see).
-        fix: how to fix it (``lrtool repair`` when mechanical).
-        deep: True if it runs only with ``--deep`` (reads data columns, not just footers).
-        repair: how it is repaired: :data:`AUTO` (``lrtool repair`` fixes it mechanically, with the fix
-            ``repair_by`` names), :data:`EXPLICIT` (another command the user runs, named by ``repair_by``:
-            ``lrtool reshard``), or None (not mechanical: a person decides).
-        repair_by: for :data:`AUTO`, the function of :mod:`lerobot_tools.repair.fixes` that plans the fix
-            (a test keeps ``fixes.FIXES`` in agreement); for :data:`EXPLICIT`, the command.
-        repair_note: one line: what the repair changes (:data:`AUTO`), or why ``lrtool repair`` leaves the
-            finding alone (empty: "not mechanical"). ``lrtool repair`` reports it for every finding.
-    """
-
-    id: str
-    name: str
-    severity: str
-    title: str
-    what: str
-    why: str
-    fix: str
-    deep: bool = False
-    repair: str | None = None
-    repair_by: str = ""
-    repair_note: str = ""
-
-
-#: ``lrtool repair`` fixes the check mechanically.
-AUTO = "auto"
-#: Another command fixes it when the user runs it (``Check.repair_by`` names it).
-EXPLICIT = "explicit"
-
-
-def _auto(fix: str, note: str) -> dict:
-    return {"repair": AUTO, "repair_by": fix, "repair_note": note}
-
-
-def _manual(note: str) -> dict:
-    return {"repair": None, "repair_note": note}
 
 
 _RESHARD = {"repair": EXPLICIT, "repair_by": "lrtool reshard",
