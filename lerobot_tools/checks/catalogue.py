@@ -27,14 +27,14 @@ _CHECKS = [
     Check("M001", "target-unresolved", ERROR, "A target could not be resolved to a dataset folder.",
           "A TARGET or mixture entry names a folder that does not exist, or a repo id found in neither "
           "$HF_LEROBOT_HOME/<repo_id> nor a hub snapshot cache (refs resolved offline).",
-          "The training job would try to download it (lerobot falls back to the Hub when a local copy is "
-          "missing) or stop with FileNotFoundError / RepositoryNotFoundError on an offline node.",
+          "The training job would try to download it (lerobot 0.4.4's `LeRobotDataset.__init__` catches FileNotFoundError and calls `pull_from_repo`, src/lerobot/datasets/lerobot_dataset.py) or stop with FileNotFoundError / RepositoryNotFoundError on an offline node.",
           "Fix the path or revision, or prefetch the dataset (`lrtool prefetch mixture.txt`).",
           **_MIXTURE),
     Check("M002", "mixture-entry-invalid", ERROR, "A mixture entry is malformed.",
           "Each line of a text mixture (`repo_id[@revision]` or path, optional `episodes=0-9,12`) and each "
           "OpenTau `dataset_mixture.datasets[*]` object (repo_id/root/revision/episodes).",
-          "The training config fails to parse, or silently trains on the wrong subset.",
+          "The training config fails to parse, or silently trains on the wrong subset; lrtool's `read_mixture` "
+          "(lerobot_tools/dataset/mixture.py), which `MixtureDataset` and `smoke MIXTURE` use, refuses the file.",
           "Correct the entry as the message says.",
           **_MIXTURE),
     Check("M003", "feature-mapping", ERROR, "A mixture entry maps a role to a column the dataset does not have.",
@@ -56,7 +56,8 @@ _CHECKS = [
           **_manual("not a LeRobot dataset")),
     Check("I002", "info-json-invalid", ERROR, "meta/info.json is not valid JSON.",
           "meta/info.json parses as a JSON object.",
-          "json.JSONDecodeError at dataset construction.",
+          "json.JSONDecodeError at dataset construction: lerobot 0.4.4's `LeRobotDatasetMetadata` reads it with "
+          "`load_info` -> `load_json` (src/lerobot/datasets/utils.py).",
           "Restore the file (a truncated write is the usual cause); lrtool cannot repair it.",
           **_manual("meta/info.json is not valid JSON")),
     Check("I003", "info-schema", ERROR, "meta/info.json violates the JSON Schema for its codebase_version.",
@@ -114,12 +115,14 @@ _CHECKS = [
           "Declare the default features as lerobot writes them."),
     Check("I011", "feature-name-slash", ERROR, "A feature name contains '/'.",
           "Feature names never contain '/' (lerobot _validate_feature_names).",
-          "Stats are flattened as stats/<feature>/<stat>; a '/' in a name breaks unflattening (docs/failure-modes.md#slash-in-name).",
+          "lerobot 0.4.4's `load_stats` flattens stats.json and splits the keys back on '/' (`cast_stats_to_numpy`, "
+          "src/lerobot/datasets/utils.py): the statistics of `a/b` come back under `a`, so the normaliser finds none for the feature "
+          "(docs/failure-modes.md#slash-in-name).",
           "Rename the feature (info.json, parquet column, stats)."),
     # ------------------------------------------------------------------ S: schema drift
     Check("S001", "column-missing", ERROR, "A declared feature has no column in the data parquet.",
           "Every declared non-video feature is a column of every data file (read from parquet footers).",
-          "datasets fills the missing column with None; collation then fails with a TypeError mid-epoch "
+          "lerobot 0.4.4's `load_nested_dataset` (src/lerobot/datasets/utils.py) casts every data file to the declared features with `Dataset.from_parquet(features=...)`: the missing column comes back as None, and collation fails with a TypeError mid-epoch "
           "(docs/failure-modes.md#missing-column, verified with datasets 4.8.5).",
           "Remove the declaration (and its stats) or backfill the column.",
           **_manual("a declared column absent from the data cannot be backfilled")),
@@ -141,7 +144,7 @@ _CHECKS = [
     Check("S004", "shape-mismatch", ERROR, "A column's shape differs from the declared shape.",
           "Scalar vs list: a [1]-shaped feature must be a plain scalar column, not a one-element list; a [N] "
           "feature a fixed_size_list of length N (lerobot 0.4.4 `datasets/utils.py` get_hf_features_from_features, docs/format.md#columns).",
-          "TypeError: Couldn't cast array of type fixed_size_list<element: float>[1] to float (verified), or a "
+          "lerobot 0.4.4's `load_nested_dataset` (src/lerobot/datasets/utils.py) casts every data file to the declared features with `Dataset.from_parquet(features=...)`: TypeError: Couldn't cast array of type fixed_size_list<element: float>[1] to float (verified), or a "
           "length mismatch fails the cast.",
           "`lrtool repair` casts one-element lists to scalars; other lengths need the data fixed.",
           **_auto("fix_shape", "[1] feature stored as a one-element list cast to a scalar; vector shape re-declared "
@@ -182,7 +185,7 @@ _CHECKS = [
                                "indices")),
     Check("T003", "task-index-out-of-range", ERROR, "A data row's task_index has no task.",
           "task_index values in every data file (from footer statistics, else the column) lie in the task table.",
-          "IndexError: single positional indexer is out-of-bounds in tasks.iloc (docs/failure-modes.md#missing-task-label, huggingface/lerobot#4017).",
+          "IndexError: single positional indexer is out-of-bounds in `self.meta.tasks.iloc[task_idx]` (lerobot 0.4.4 `__getitem__`, src/lerobot/datasets/lerobot_dataset.py) (docs/failure-modes.md#missing-task-label, huggingface/lerobot#4017).",
           "Add the missing tasks or fix the task_index column; not mechanical.",
           **_manual("data rows point at tasks that do not exist")),
     Check("T004", "tasks-parquet-form", ERROR, "meta/tasks.parquet is not in the form loaders read.",
@@ -246,20 +249,19 @@ _CHECKS = [
     Check("C005", "episode-length", ERROR, "An episode's length differs from its rows in the data.",
           "v2.x: each episode's parquet has `length` rows. v3.0: each data file has the summed lengths of the "
           "episodes the metadata places in it (and, with --deep, each episode exactly `length` rows).",
-          "Episode boundaries shift: delta windows and padding masks cross episodes; check_timestamps_sync "
-          "reports large negative diffs (docs/failure-modes.md#rows-out-of-order).",
+          "Episode boundaries shift: lerobot 0.4.4's `_get_query_indices` (src/lerobot/datasets/lerobot_dataset.py) clamps delta windows to the metadata's `dataset_from_index`..`dataset_to_index`, so windows and padding masks cross into the next episode (docs/failure-modes.md#rows-out-of-order).",
           "Fix the episode metadata or the data; not mechanical.",
           **_manual("episode lengths disagree with the data; which one is right is not mechanical")),
     Check("C006", "index-ranges", ERROR, "v3.0 dataset_from_index / dataset_to_index are not contiguous.",
           "to - from == length; ranges ascending and back to back from 0; the last ends at total_frames "
           "(docs/format.md#L2, docs/format.md#L3; docs/failure-modes.md#scrambled-ranges).",
-          "Padding masks true almost everywhere (huggingface/lerobot#1919) or KeyError in _absolute_to_relative_idx.",
+          "Padding masks true almost everywhere (huggingface/lerobot#1919) or KeyError in `_absolute_to_relative_idx` (lerobot 0.4.4 `_get_query_indices`, src/lerobot/datasets/lerobot_dataset.py).",
           "Recompute the ranges from the episode lengths; not applied automatically.",
           **_manual("index ranges need recomputing with the data re-checked")),
     Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",
           "meta/episodes.jsonl (v2.x) or meta/episodes/*/*.parquet (v3.0) exists and every row has the "
           "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges).",
-          "Loaders cannot locate episodes: FileNotFoundError, KeyError, or a Hub download attempt. A metadata "
+          "Loaders cannot locate episodes: lerobot 0.4.4's `LeRobotDatasetMetadata.load_metadata` -> `load_episodes` (src/lerobot/datasets/utils.py) raises FileNotFoundError or ArrowInvalid, or falls back to a Hub download. A metadata "
           "file that is a placeholder is reported as F004-F006 instead, a truncated one here; either way the "
           "data and video files are still checked, found from the path templates and the folders on disk.",
           "Restore the metadata; not mechanical.",
@@ -272,18 +274,22 @@ _CHECKS = [
           "`lrtool repair` rewrites {'train': '0:<total_episodes>'}.",
           **_auto("fix_counters", "splits set to {'train': '0:<episodes>'} when it names one split")),
     # ------------------------------------------------------------------ D: deep (row level)
-    Check("D001", "frame-index", ERROR, "frame_index does not run 0..length-1 within an episode.",
+    Check("D001", "frame-index", WARNING, "frame_index does not run 0..length-1 within an episode.",
           "Per episode, frame_index is 0, 1, ..., length-1 in row order.",
-          "Video lookups and delta windows use frame_index: wrong frames or FrameTimestampError.",
+          "Training reads the right data: lerobot 0.4.4's `LeRobotDataset.__getitem__` "
+          "(src/lerobot/datasets/lerobot_dataset.py) and lrtool's loaders find frames by `index`, `episode_index` "
+          "and `timestamp`, never by frame_index. What reads the column (per-frame filters, visualisers, converters "
+          "that recompute timestamps from it) gets wrong positions; timestamps are checked on their own (D003).",
           "Regenerate frame_index; not mechanical.", deep=True,
           **_manual("frame indices out of sequence need the recording checked")),
     Check("D002", "global-index", ERROR, "The global index column is not contiguous.",
           "index == row position over the files in loader order (v3.0: == dataset_from_index + frame_index).",
-          "Without an episode subset delta windows index by absolute index: silently wrong rows (docs/format.md#L2).",
+          "lerobot 0.4.4's `__getitem__` takes the row's `index` as its absolute position for delta windows (`_get_query_indices`, src/lerobot/datasets/lerobot_dataset.py): silently wrong rows (docs/format.md#L2).",
           "Renumber index; not mechanical.", deep=True,
           **_manual("a non-contiguous global index needs the data renumbered")),
-    Check("D003", "timestamp-sync", ERROR, "timestamp is not frame_index / fps within tolerance.",
-          "|timestamp - frame_index / fps| <= tolerance_s (default 1e-4 s, --tolerance-s).",
+    Check("D003", "timestamp-sync", ERROR, "timestamp is not k / fps for an episode's k-th frame, within tolerance.",
+          "|timestamp - k / fps| <= tolerance_s for the k-th row of each episode (k is what frame_index should hold; "
+          "default 1e-4 s, --tolerance-s).",
           "Video frames are looked up by timestamp: FrameTimestampError or torchcodec IndexError at decode time "
           "(docs/failure-modes.md#timestamps; lerobot v3 no longer checks at load).",
           "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced; not automatic.", deep=True,
@@ -296,7 +302,7 @@ _CHECKS = [
           **_manual("rows out of order need the data re-sorted and re-indexed")),
     Check("D005", "list-lengths", ERROR, "A variable-length list column has rows of the wrong length.",
           "Every row of a list column stored without a fixed size has the declared length.",
-          "The cast to the declared fixed length fails on that row: TypeError mid-epoch (docs/failure-modes.md#variable-lists).",
+          "lerobot 0.4.4's `load_nested_dataset` (src/lerobot/datasets/utils.py) casts every data file to the declared features with `Dataset.from_parquet(features=...)`: the cast to the declared fixed length fails on that row (TypeError mid-epoch) (docs/failure-modes.md#variable-lists).",
           "Fix or drop the offending rows; not mechanical.", deep=True,
           **_manual("rows of the wrong length cannot be cast without changing data")),
     # ------------------------------------------------------------------ F: files
@@ -314,7 +320,7 @@ _CHECKS = [
           "Every mp4 implied by the episode metadata and video_path exists; a missing one is looked for under the "
           "neighbouring layouts, and the finding says where and how many (`43 of the 50 expected video files are "
           "under video/…; 7 are absent everywhere`). A dataset whose videos are all missing fails.",
-          "Video decode raises FileNotFoundError for the first sample of that episode, or lerobot tries the Hub.",
+          "Video decode raises FileNotFoundError for the first sample of that episode (lerobot 0.4.4's `decode_video_frames`, src/lerobot/datasets/video_utils.py), or lerobot tries the Hub.",
           "Re-download the videos; if they sit in a neighbouring layout (validate says where and how many: "
           "another top folder, the other version's camera/chunk order, another chunk folder), `lrtool repair` can "
           "rewrite video_path or move the files (--move-files).",
@@ -339,22 +345,22 @@ _CHECKS = [
     Check("F005", "error-page", ERROR, "A file is an HTML/XML/JSON error page saved under a data name.",
           "The first bytes of every referenced parquet and mp4 and of every metadata file (a JSON metadata file "
           "holding only an error body such as {\"error\": \"...\"} counts).",
-          "The reader fails on the first access to that file (often an auth wall or a 429 body saved to disk).",
+          "pyarrow (lerobot 0.4.4's `load_nested_dataset`, lrtool's loaders) raises ArrowInvalid, PyAV/torchcodec cannot open a video, `json.load` raises on metadata: the first access to that file fails (often an auth wall or a 429 body saved to disk).",
           "Re-download; check tokens and rate limits.",
           **_manual("the file is an error page saved under a data name; the content is not on disk")),
     Check("F006", "empty-file", ERROR, "A referenced file is empty (0 bytes).",
           "Size of every referenced parquet and mp4 and of every metadata file.",
-          "ArrowInvalid / decode error on first access; json.JSONDecodeError for a metadata file.",
+          "pyarrow raises ArrowInvalid (lerobot 0.4.4's `load_nested_dataset`, lrtool's loaders), the video decoder cannot open the file, and `json.load` raises JSONDecodeError for a metadata file: the first access fails.",
           "Re-download the file.",
           **_manual("the file is empty; its content is not on disk")),
     Check("F007", "parquet-unreadable", ERROR, "A parquet file has no valid footer or cannot be opened.",
           "Each data parquet footer opens with pyarrow.",
-          "`Parquet magic bytes not found in footer`: recording ended without finalize() (docs/failure-modes.md#missing-footer).",
+          "pyarrow raises `Parquet magic bytes not found in footer` in lerobot 0.4.4's `load_nested_dataset` and in lrtool's loaders: recording ended without finalize() (docs/failure-modes.md#missing-footer).",
           "Re-download, or re-record the episode; the data is not recoverable mechanically.",
           **_manual("the parquet file has no valid footer; its rows cannot be recovered mechanically")),
     Check("F008", "video-unreadable", ERROR, "A video container header cannot be read.",
           "The mp4 box structure (moov present, boxes within the file) and the PyAV header (no decode).",
-          "Decode fails for every sample in that file.",
+          "Decode fails for every sample in that file: lerobot 0.4.4's `decode_video_frames` (src/lerobot/datasets/video_utils.py, torchcodec or PyAV) and lrtool's loaders cannot open it.",
           "Re-download or re-encode the file.",
           **_manual("the video container cannot be read")),
     Check("F009", "video-codec-mismatch", WARNING, "A video stream differs from what info.json declares.",
@@ -435,7 +441,7 @@ _CHECKS = [
           **_manual("statistics have to be recomputed")),
     Check("G003", "stats-nonfinite", ERROR, "stats.json holds NaN or infinite values.",
           "Every numeric leaf of stats.json is finite.",
-          "One dataset with NaN/Inf poisons the normalisation buffers of a whole mixture (docs/failure-modes.md#non-finite-stats).",
+          "lerobot 0.4.4's normaliser (src/lerobot/processor/normalize_processor.py) uses the stored values as they are: a NaN/Inf statistic turns that dimension's normalised values into NaN, and one dataset poisons the aggregated statistics of a whole mixture (docs/failure-modes.md#non-finite-stats).",
           "Recompute the statistics for the feature named (`lrtool repair` recomputes numeric features).",
           **_auto("fix_stats", "non-finite numeric statistics recomputed from the data")),
     Check("G004", "stats-shape", ERROR, "A statistics entry is incomplete or its shape does not match the feature.",
@@ -466,7 +472,7 @@ _CHECKS = [
     Check("G006", "stats-quantile-order", ERROR, "Stored quantiles are out of order.",
           "Per dimension min <= q01 <= q10 <= q50 <= q90 <= q99 <= max, within one bin of lerobot's 5000-bin "
           "quantile histogram (lerobot 0.4.4 RunningQuantileStats).",
-          "QUANTILES / QUANTILE10 normalisation divides by q99-q01 / q90-q10: an inverted pair flips the sign of "
+          "lerobot 0.4.4's QUANTILES / QUANTILE10 normalisation (src/lerobot/processor/normalize_processor.py) divides by q99-q01 / q90-q10: an inverted pair flips the sign of "
           "that dimension, an equal pair scales it by 1e8. Per-episode entries are warnings.",
           "Recompute the statistics.",
           **_auto("fix_stats", "numeric quantiles out of order recomputed from the data")),
@@ -531,7 +537,7 @@ _CHECKS = [
           "Mixture files only. For every name all datasets provide: kind (numeric, camera, string), the shape a "
           "sample carries and the numeric dtype, compared with the majority. Different numeric dtypes alone are a "
           "warning.",
-          "`torch.stack` in collate raises on different shapes (action of 14 floats beside 16). Different numeric "
+          "torch's `default_collate` calls `torch.stack`, which raises on different shapes (action of 14 floats beside 16). Different numeric "
           "dtypes stack silently: promoted in the main process, cast to the first sample's dtype in a DataLoader "
           "worker, so batches change dtype with their mix.",
           "Pad or slice to one shape (OpenTau pads state/action to max_*_dim), or map the role to a matching feature.",
@@ -539,7 +545,7 @@ _CHECKS = [
     Check("X004", "mixture-camera-resolution", ERROR, "A camera has a different resolution in some datasets.",
           "Mixture files only. For every camera name all datasets provide: channels, height and width as samples "
           "carry them (CxHxW from the declared shape and names).",
-          "Collate cannot stack frames of different sizes (RuntimeError: stack expects each tensor to be equal size) "
+          "torch's `default_collate` cannot stack frames of different sizes (RuntimeError: stack expects each tensor to be equal size) "
           "unless a transform resizes every frame first.",
           "Resize in the dataset transform before collate, or re-encode the videos to one resolution.",
           **_MIXTURE),

@@ -26,7 +26,7 @@ class ValidateOptions:
 
     Attributes:
         deep: also stream the index/timestamp columns (checks D001-D005).
-        tolerance_s: allowed |timestamp - frame_index/fps| in seconds (lerobot default 1e-4).
+        tolerance_s: allowed |timestamp - k/fps| for the k-th frame of an episode, in seconds (lerobot default 1e-4).
         select: check IDs to run (None = all); ignore: IDs never reported.
         row_group_mb: reshard target in MB; row groups above twice this are R002.
         world_size: number of ranks for R004 (None = not checked).

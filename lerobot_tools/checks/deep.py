@@ -3,7 +3,8 @@
 Only the columns the checks need are read, in record batches (``ParquetFile.iter_batches``), so memory is
 bounded by one batch whatever the file size. Checks: rows grouped and ordered by episode in the file the
 metadata names (D004), per-episode row counts (C005), ``frame_index`` 0..length-1 (D001), global ``index``
-contiguous (D002), ``|timestamp - frame_index/fps| <= tolerance_s`` (D003), and the row lengths of
+contiguous (D002), ``|timestamp - k/fps| <= tolerance_s`` for the episode's k-th row (D003; k is what frame_index
+should hold, so a wrong frame_index is D001 alone), and the row lengths of
 variable-length list columns (D005). Sources: docs/format.md#data-files, docs/format.md#loader-assumptions
 (L2-L4); docs/failure-modes.md (#variable-lists, #rows-out-of-order, #timestamps, #float32-timestamps).
 
@@ -160,7 +161,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                     scan.episodes[int(ep[bad[-1]])].bad_frame += len(bad) - 1000
                 if fps and "timestamp" in wanted:
                     ts = batch.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
-                    err = np.abs(ts - fi / fps)
+                    err = np.abs(ts - pos / fps)  # the k-th frame of an episode is at k / fps (D001 checks frame_index == k)
                     bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
                     if len(bad_ts):
                         for e in np.unique(ep[bad_ts]):
@@ -304,8 +305,8 @@ def _report_file(ctx: CheckContext, df, scan: _FileScan, by_ep: dict, prev_last_
                      f"(first at row {row} of the episode: {got}, expected {want})", rel,
                      group="frame_index does not run 0..length-1", episode=e)
         if st.bad_ts:
-            ctx.emit("D003", f"episode {e}: {st.bad_ts} of {st.rows} timestamp(s) differ from frame_index/fps by up to "
-                     f"{st.max_ts_err:.2e} s (tolerance {tol:g} s)", rel, group="timestamps are not frame_index / fps",
+            ctx.emit("D003", f"episode {e}: {st.bad_ts} of {st.rows} timestamp(s) differ from k/fps (the k-th frame's time) by up to "
+                     f"{st.max_ts_err:.2e} s (tolerance {tol:g} s)", rel, group="timestamps are not k / fps",
                      episode=e)
     if scan.bad_index:
         row, got, want = scan.first_bad_index

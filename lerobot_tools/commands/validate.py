@@ -19,7 +19,7 @@ from lerobot_tools.errors import LrtoolError
 @click.option("--ignore", multiple=True, metavar="IDS", help="Never report these check IDs or prefixes. Repeatable.")
 @jobs_option
 @click.option("--tolerance-s", type=FiniteFloatRange(min=0), default=1e-4, show_default=True,
-              help="Allowed |timestamp - frame_index/fps| in seconds (--deep).")
+              help="Allowed |timestamp - k/fps| for the k-th frame of an episode, in seconds (--deep).")
 @click.option("--row-group-mb", type=FiniteFloatRange(min=0.001), default=32.0, show_default=True,
               help="Row-group size limit; groups above twice this are reported (R002).")
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="Check the shard count divides across N ranks (R004).")
