@@ -49,9 +49,15 @@ class LazyGroup(click.Group):
         return getattr(module, attr)
 
     def invoke(self, ctx: click.Context):
-        """Run the subcommand; Ctrl-C and SIGTERM end it with one line and exit 130 / 143."""
+        """Run the subcommand; Ctrl-C and SIGTERM end it with one line and exit 130 / 143. Everything it prints
+        goes through :mod:`lerobot_tools._safeout` (no raw control character from data reaches the terminal)."""
+        from lerobot_tools._safeout import safe_std_streams
         from lerobot_tools._signals import exit_status_for, sigterm_raises
 
+        with safe_std_streams():
+            return self._invoke_safely(ctx, exit_status_for, sigterm_raises)
+
+    def _invoke_safely(self, ctx: click.Context, exit_status_for, sigterm_raises):
         try:
             with sigterm_raises():
                 return super().invoke(ctx)

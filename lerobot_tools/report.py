@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from lerobot_tools._safeout import sgr
 from lerobot_tools.errors import UsageError
 from lerobot_tools.findings import (  # noqa: F401  (re-exported: the report API predates findings.py)
     ERROR, INFO, MAX_EXAMPLE_PATHS, WARNING, DatasetReport, Finding, NotChecked, group_findings,
@@ -100,7 +101,7 @@ def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = Fal
         if not color:
             return text
         code = {ERROR: "31", WARNING: "33", INFO: "36"}.get(sev, "0")
-        return f"\x1b[{code}m{text}\x1b[0m"
+        return f"{sgr(out, code)}{text}{sgr(out, '0')}"
 
     # coverage gaps shared by every dataset are printed once, after the datasets
     common = set.intersection(*({(n.checks, n.reason) for n in r.not_checked} for r in reports)) if reports else set()

@@ -59,11 +59,17 @@ def finish(result: Any, fmt: str, *, render: Callable[[Any, IO[str]], None] | No
         fmt: ``"json"`` (``result.to_dict()``, indented, on stdout) or ``"text"`` (``result.render_text``,
             coloured when stdout is a terminal).
         render: a text renderer ``render(result, out)`` for a result without ``render_text``.
+
+    Output passes through :class:`lerobot_tools._safeout.SafeStream`: the JSON document is valid UTF-8 JSON
+    whatever the file names hold, and text shows control characters from data as escapes.
     """
-    out = sys.stdout
+    from lerobot_tools._safeout import json_mode, wrap
+
+    out = wrap(sys.stdout)
     if fmt == "json":
-        json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, default=str)
-        out.write("\n")
+        with json_mode(out):
+            json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, default=str)
+            out.write("\n")
     elif render is not None:
         render(result, out)
     else:

@@ -14,6 +14,7 @@ Nothing here imports datatrove or ray unless ``--executor`` is given.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -255,10 +256,13 @@ def _print_merged(job, run_dir: Path, render: dict) -> NoReturn:
 def report_merged(job, result, render: dict) -> NoReturn:
     """Print a merged result as its job renders it (``render``: format and command options) and exit with the
     job's exit status; a rendering error is one line, exit 2."""
+    from lerobot_tools._safeout import json_mode, wrap
     from lerobot_tools.errors import LrtoolError
 
+    out = wrap(sys.stdout)
     try:
-        status = job.report(result, render, sys.stdout)
+        with (json_mode(out) if render.get("format") == "json" else contextlib.nullcontext()):
+            status = job.report(result, render, out)
     except LrtoolError as exc:
         fail(str(exc))
     sys.exit(status)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from lerobot_tools._safeout import sgr
 from lerobot_tools.findings import ERROR, INFO, WARNING
 from lerobot_tools.video.nvdec import NO, UNKNOWN, YES
 
@@ -33,7 +34,7 @@ def render_text(diag: Any, out: IO[str], *, color: bool = False) -> None:
         if not color:
             return text
         code = {ERROR: "31", WARNING: "33", INFO: "36"}.get(sev, "0")
-        return f"\x1b[{code}m{text}\x1b[0m"
+        return f"{sgr(out, code)}{text}{sgr(out, '0')}"
 
     o = diag.options
     env = diag.environment

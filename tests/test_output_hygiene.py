@@ -1,0 +1,145 @@
+"""Output hygiene: ``--format json`` is valid UTF-8 JSON whatever the file names hold, and control characters
+from data (a NUL or ESC in a mixture line, a task string, a file name) never reach the terminal raw.
+
+Real datasets (lerobot_tools.testing.synth) in folders whose names hold non-UTF-8 bytes (made with
+``os.fsencode``/``surrogateescape``, PEP 383) and escape sequences; the commands run in-process through click's
+CliRunner, whose stdout/stderr are strict UTF-8 byte streams, as a pipe would be.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from lerobot_tools._safeout import SafeStream, escape_json, escape_text, sgr
+from lerobot_tools.cli import cli
+from lerobot_tools.findings import DatasetReport, Finding
+from lerobot_tools.report import ValidateResult
+from lerobot_tools.testing.synth import SynthSpec, build_dataset
+
+ESC_TASK = "pick \x1b]0;pwned\x07 the \x1b[31mred\x00 cube"
+RAW = ("\x1b", "\x00", "\x07", "\x9b", "\u202e")  # ESC, NUL, BEL, C1 CSI, right-to-left override
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> dict[str, str]:
+    """A dataset copied under hostile folder names, and a mixture naming it through an escape sequence."""
+    base = tmp_path_factory.mktemp("hygiene")
+    plain = build_dataset(base / "plain", SynthSpec(version="v2.1", episode_lengths=[4, 4], video_keys=(),
+                                                    video_codec=None, tasks=(ESC_TASK, "place")))
+    bad_bytes = os.fsdecode(os.fsencode(str(base)) + b"/ds\xff\xfe\x1b[2J")
+    os.rename(plain, bad_bytes)
+    esc_name = base / "esc\x1b[2Jds\x9b\u202e"
+    shutil.copytree(bad_bytes, esc_name)
+    mix = base / "mix.txt"
+    mix.write_text(f"./{esc_name.name}\nnot/\x1b[2Jthere\n")
+    return {"bad_bytes": bad_bytes, "esc_name": str(esc_name), "mix": str(mix), "base": str(base)}
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def _invoke(args: list[str]):
+    res = CliRunner().invoke(cli, args)
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    return res
+
+
+@pytest.mark.parametrize("command", [["validate"], ["diagnose-decode"], ["reshard", "--dry-run"],
+                                     ["repair", "--dry-run"]])
+def test_json_output_is_valid_utf8_with_non_utf8_file_names(hostile, command):
+    res = _invoke([*command, hostile["bad_bytes"], hostile["mix"], "--format", "json"])
+    assert res.exit_code in (0, 1, 2), res.output
+    text = res.stdout_bytes.decode("utf-8")  # strict: a raw 0xff or a lone surrogate fails here
+    doc = json.loads(text)
+    assert any("ds\\xff\\xfe" in v for v in _strings(doc))  # the bytes are shown, escaped (the text \xff)
+    for raw in ("\x9b", "\u202e"):
+        assert raw not in text  # C1 and bidi characters only as \u escapes
+    assert "Traceback" not in res.stderr
+
+
+def test_validate_json_keeps_names_recognisable(hostile):
+    res = _invoke(["validate", hostile["bad_bytes"], "--format", "json"])
+    doc = json.loads(res.stdout_bytes.decode("utf-8"))
+    assert doc["datasets"][0]["target"].endswith("/ds\\xff\\xfe\x1b[2J")  # json escapes ESC as \u001b
+
+
+@pytest.mark.parametrize("command", [["validate"], ["diagnose-decode"], ["reshard", "--dry-run"],
+                                     ["repair", "--dry-run"]])
+def test_text_output_never_carries_raw_control_characters(hostile, command):
+    res = _invoke([*command, hostile["bad_bytes"], hostile["mix"]])
+    out = res.stdout_bytes.decode("utf-8")
+    for raw in RAW:
+        assert raw not in out, (raw, out)
+        assert raw not in res.stderr
+    assert "\\x1b[2J" in out  # shown, escaped
+
+
+def test_task_strings_are_escaped_in_findings(tmp_path):
+    """A task label with an OSC title sequence, reported by T001 (task missing from tasks.jsonl)."""
+    root = build_dataset(tmp_path / "ds", SynthSpec(version="v2.1", episode_lengths=[4, 4], video_keys=(),
+                                                    video_codec=None, tasks=("place", ESC_TASK)))
+    tasks = root / "meta" / "tasks.jsonl"
+    tasks.write_text("".join(ln + "\n" for ln in tasks.read_text().splitlines() if "pick" not in ln))
+    res = _invoke(["validate", str(root)])
+    assert ESC_TASK.replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace("\x00", "\\x00") in res.stdout
+    assert "\x1b" not in res.stdout and "\x07" not in res.stdout
+
+
+def test_error_lines_on_stderr_are_escaped(tmp_path):
+    mix = tmp_path / "mix.json"
+    mix.write_text(json.dumps({"datasets": [{"$ref": "gone\x1b[2J\x00.json"}]}))
+    res = _invoke(["validate", str(mix)])
+    assert res.exit_code == 2
+    err = res.stderr
+    assert err.startswith("lrtool: error:") and err.count("\n") == 1
+    assert "\x1b" not in err and "\x00" not in err and "\\x1b[2J" in err
+
+
+def test_colours_are_ours_only():
+    """With colour on, the severity is painted with a real SGR sequence; ESC from data is still escaped."""
+    rep = DatasetReport(target="ds\x1b[5m", root=None, codebase_version="v2.1")
+    rep.findings.append(Finding("T001", "error", None, "task 'x\x1b[31my' missing"))
+    buf = io.StringIO()
+    ValidateResult([rep]).render_text(SafeStream(buf), color=True)
+    out = buf.getvalue()
+    assert "\x1b[31merror  \x1b[0m" in out
+    assert "ds\\x1b[5m" in out and "x\\x1b[31my" in out
+    assert out.count("\x1b") == 2
+    plain = io.StringIO()
+    ValidateResult([rep]).render_text(plain, color=True)  # not a SafeStream: plain SGR, as before
+    assert "\x1b[31m" in plain.getvalue() and "\ufdd0" not in plain.getvalue()
+    assert sgr(plain, "0") == "\x1b[0m"
+
+
+def test_escape_rules():
+    assert escape_text("a\tb\nc\rd\x1be\x7f\x85\udcff\u202e") == "a\tb\nc\\x0dd\\x1be\\x7f\\x85\\xff\\u202e"
+    assert escape_text("bar\r", keep_cr=True) == "bar\r"
+    doc = json.dumps({"n": os.fsdecode(b"\xff") + "\x85\x1b\u2028"}, ensure_ascii=False)
+    safe = escape_json(doc)
+    assert json.loads(safe.encode("utf-8")) == {"n": "\\xff\x85\x1b\u2028"}
+    assert escape_json(safe) == safe
+    marker = "\ufdd031\ufdd1"  # data spelling our private colour marker gets no colour without SafeStream
+    assert escape_text(marker) == "\\ufdd031\\ufdd1"
+
+
+def test_stream_survives_an_ascii_terminal():
+    raw = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    s = SafeStream(raw)
+    s.write("caf\u00e9 \udcff\n")
+    raw.flush()
+    assert raw.buffer.getvalue() == b"caf\\xe9 \\xff\n"
