@@ -16,7 +16,7 @@ from typing import Iterable
 from lerobot_tools.checks.context import ValidateOptions
 from lerobot_tools.checks.engine import validate_target
 from lerobot_tools.checks.observer import FileObserver
-from lerobot_tools.dataset.targets import Target, resolve_target
+from lerobot_tools.dataset.targets import Target, merge_identical, resolve_target
 from lerobot_tools.errors import UsageError
 from lerobot_tools.findings import DatasetReport, Finding, NotChecked
 from lerobot_tools.report import fingerprint, read_baseline, write_baseline
@@ -79,7 +79,8 @@ def validate(target_args: Iterable[str], options: ValidateOptions | None = None,
     """Resolve TARGET arguments (folders, repo ids, mixture files) and validate each dataset.
 
     A mixture-file argument also gets the cross-dataset compatibility checks (family X) once its
-    datasets are validated.
+    datasets are validated. Identical entries of a mixture are validated and reported once
+    (:func:`~lerobot_tools.dataset.targets.merge_identical`).
 
     Raises:
         UsageError: a mixture file cannot be read or parsed.
@@ -87,7 +88,7 @@ def validate(target_args: Iterable[str], options: ValidateOptions | None = None,
     from lerobot_tools.checks.mixture import check_mixtures
 
     options = options or ValidateOptions()
-    groups = [(arg, resolve_target(arg)) for arg in target_args]
+    groups = [(arg, merge_identical(resolve_target(arg))) for arg in target_args]
     reports = validate_resolved([t for _, ts in groups for t in ts], options, jobs=jobs, progress=progress)
     check_mixtures(groups, reports, options)
     return reports

@@ -131,7 +131,8 @@ def check_mixture(spec: MixtureSpec, targets: list[Target], reports: list[Datase
     emit = _Emitter(options)
     members: list[_Member] = []
     for i, (t, r) in enumerate(zip(targets, reports)):
-        extras = spec.entries[i].extras if i < len(spec.entries) else {}
+        at = t.entry_index if t.entry_index is not None else i  # identical entries were merged (merge_identical)
+        extras = spec.entries[at].extras if at < len(spec.entries) else {}
         if t.root is None or any(f.check in BLOCKING and f.severity == "error" for f in r.findings):
             r.not_checked.append(NotChecked("X (mixture compatibility)", "the dataset or its meta/info.json could "
                                             "not be read; it is left out of the cross-dataset checks"))

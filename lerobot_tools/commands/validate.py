@@ -72,11 +72,11 @@ def _run_distributed(dist, targets, options, fmt, baseline, write_baseline):
     import os
 
     from lerobot_tools.commands._distributed import run_distributed
-    from lerobot_tools.dataset.targets import resolve_target
+    from lerobot_tools.dataset.targets import merge_identical, resolve_target
     from lerobot_tools.distributed.validate_job import make_spec
 
     try:
-        groups = [(arg, resolve_target(arg)) for arg in targets]
+        groups = [(arg, merge_identical(resolve_target(arg))) for arg in targets]
     except LrtoolError as exc:
         fail(str(exc))
     resolved = [t for _, ts in groups for t in ts]

@@ -25,8 +25,9 @@ raised; only an unreadable mixture file raises :class:`~lerobot_tools.errors.Usa
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lerobot_tools import _env
@@ -63,6 +64,9 @@ class Target:
         weight: the entry's relative sampling weight, if the mixture gives weights.
         error: why it could not be resolved (None when resolved).
         notes: informational remarks about the resolution (e.g. revision not verifiable).
+        entry_index: position of its entry in the mixture file's entries (None for a plain argument).
+        extras_key: the entry's other keys (``prompt_substitutions``...), as canonical JSON, for
+            :func:`merge_identical`.
     """
 
     spec: str
@@ -79,6 +83,8 @@ class Target:
     error: str | None = None
     error_check: str = "M001"
     notes: list[str] = field(default_factory=list)
+    entry_index: int | None = None
+    extras_key: str | None = None
 
     @property
     def label(self) -> str:
@@ -225,7 +231,15 @@ def resolve_repo_id(repo_id: str, revision: str | None = None) -> Target:
     return target
 
 
-def _from_entry(entry: MixtureEntry) -> Target:
+def _from_entry(entry: MixtureEntry, index: int | None = None) -> Target:
+    found = _resolve_entry(entry)
+    found.entry_index = index
+    if entry.extras:
+        found.extras_key = json.dumps(entry.extras, sort_keys=True, default=str)
+    return found
+
+
+def _resolve_entry(entry: MixtureEntry) -> Target:
     base = Target(spec=entry.spec, source=entry.source, repo_id=entry.repo_id, revision=entry.revision,
                   episodes=entry.episodes, excluded_episodes=entry.excluded_episodes,
                   feature_mapping=entry.feature_mapping, weight=entry.weight)
@@ -272,7 +286,7 @@ def resolve_target(arg: str) -> list[Target]:
     if path.is_dir():
         return [_folder_target(Target(spec=arg), path)]
     if path.is_file():
-        return [_from_entry(e) for e in read_mixture(path)]
+        return [_from_entry(e, i) for i, e in enumerate(read_mixture(path))]
     repo, rev = split_repo_revision(arg)
     if REPO_ID_RE.match(repo) and not arg.startswith((".", "/", "~")):
         return [resolve_repo_id(repo, rev)]
@@ -313,3 +327,58 @@ def duplicate_of(targets: list[Target]) -> list[int | None]:
         first.setdefault(key, i)
     return out
 
+
+
+#: how many other locations of identical entries a report note names
+MAX_DUPLICATE_SOURCES = 3
+
+
+def merge_identical(targets: list[Target]) -> list[Target]:
+    """``targets`` with identical entries merged: each distinct request once, in first-occurrence order.
+
+    Two targets are identical when they name the same dataset (the same real folder, symlinks and ``..``
+    resolved; or, unresolved, the same spec failing the same way) with the same request: the same ``episodes``,
+    ``excluded_episodes``, ``data_features_name_mapping``, ``weight`` and other entry keys. A mixture of
+    10,000 lines naming 100 datasets is then validated and reported as 100 targets. Entries that name one
+    dataset with different requests (two episode subsets) stay apart: each is checked against its request.
+
+    The kept target is a copy whose ``notes`` say how many identical entries it stands for and where the
+    first of the others are; ``targets`` itself is not changed. Cost: one ``realpath`` per distinct folder
+    string, then a dictionary lookup per target.
+    """
+    real: dict[str, str] = {}
+    first: dict[tuple, int] = {}
+    kept: list[Target] = []
+    others: list[list[str]] = []
+    for t in targets:
+        if t.root is not None:
+            raw = str(t.root)
+            if raw not in real:
+                try:
+                    real[raw] = str(Path(raw).resolve())
+                except (OSError, RuntimeError):
+                    real[raw] = raw
+            where: tuple = ("root", real[raw], t.commit)
+        else:
+            where = ("unresolved", t.spec, t.error)
+        key = (where,
+               tuple(t.episodes) if t.episodes is not None else None,
+               tuple(t.excluded_episodes) if t.excluded_episodes is not None else None,
+               tuple(sorted(t.feature_mapping.items())) if t.feature_mapping else None,
+               t.weight, t.extras_key)
+        pos = first.get(key)
+        if pos is None:
+            first[key] = len(kept)
+            kept.append(t)
+            others.append([])
+        else:
+            others[pos].append(t.source or t.spec)
+    out = []
+    for t, dups in zip(kept, others):
+        if dups:
+            shown = ", ".join(dups[:MAX_DUPLICATE_SOURCES]) + (
+                f" and {len(dups) - MAX_DUPLICATE_SOURCES} more" if len(dups) > MAX_DUPLICATE_SOURCES else "")
+            t = replace(t, notes=[*t.notes, f"named by {len(dups) + 1} identical entries; also at {shown} "
+                                              "(checked and reported once)"])
+        out.append(t)
+    return out
