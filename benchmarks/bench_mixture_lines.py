@@ -29,8 +29,10 @@ from lerobot_tools.testing.synth import SynthSpec, build_dataset  # noqa: E402
 
 def make_datasets(base: Path, distinct: int) -> list[Path]:
     """``distinct`` copies of one small v2.1 dataset (3 episodes, no video) under ``base``."""
-    template = build_dataset(base / "_template", SynthSpec(version="v2.1", episode_lengths=[10, 10, 10],
-                                                           video_keys=(), video_codec=None))
+    template = base / "_template"
+    if not (template / "meta" / "info.json").is_file():
+        build_dataset(template, SynthSpec(version="v2.1", episode_lengths=[10, 10, 10], video_keys=(),
+                                          video_codec=None))
     roots = []
     for i in range(distinct):
         dst = base / f"ds{i:04d}"
