@@ -81,10 +81,25 @@ class TreeFile:
 
     @classmethod
     def from_api(cls, item: dict) -> "TreeFile":
-        """Build from one ``{"type": "file", ...}`` item of the tree endpoint."""
+        """Build from one ``{"type": "file", ...}`` item of the tree endpoint.
+
+        Raises:
+            ValueError, TypeError: the item is malformed (``lfs`` not an object, a size that is not a
+                non-negative integer, an LFS ``oid`` or ``xetHash`` that is not a string).
+        """
         lfs = item.get("lfs") or None
-        return cls(path=str(item["path"]), size=int(item.get("size") or 0), blob_id=str(item.get("oid") or ""),
-                   lfs_sha256=(lfs or {}).get("oid"), lfs_size=(lfs or {}).get("size"), xet_hash=item.get("xetHash"))
+        if lfs is not None and not isinstance(lfs, dict):
+            raise ValueError(f"tree entry {item.get('path')!r}: 'lfs' is not an object")
+        lfs = lfs or {}
+        size, lfs_size = int(item.get("size") or 0), lfs.get("size")
+        lfs_size = int(lfs_size) if lfs_size is not None else None
+        if size < 0 or (lfs_size is not None and lfs_size < 0):
+            raise ValueError(f"tree entry {item.get('path')!r}: negative size")
+        for value in (lfs.get("oid"), item.get("xetHash")):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"tree entry {item.get('path')!r}: a hash is not a string")
+        return cls(path=str(item["path"]), size=size, blob_id=str(item.get("oid") or ""),
+                   lfs_sha256=lfs.get("oid"), lfs_size=lfs_size, xet_hash=item.get("xetHash"))
 
 
 def hf_dir(dest: Path) -> Path:
