@@ -548,3 +548,27 @@ def test_regression_tree_entry_with_a_non_object_lfs_is_skipped(hub, work, monke
         assert rep.exit_status == 0
         assert (parent / "out/org/lfsx/meta/info.json").is_file()
         assert not (parent / "out/org/lfsx/meta/extra.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "deep", "huge"])
+def test_regression_prefetch_lock_file_is_a_capped_regular_file(tmp_path, kind, monkeypatch):
+    """The prefetch lock file (``mixture.lock``, data beside a mixture that may come from anywhere) was read with
+    a plain read_text: a FIFO there hung prefetch, a symlink to /dev/zero read until memory ran out, deep JSON
+    raised RecursionError. It is read like every other JSON file lrtool parses now (lerobot_tools._io)."""
+    monkeypatch.setenv("HF_LEROBOT_HOME", str(tmp_path / "home"))
+    mix = tmp_path / "mixture.txt"
+    mix.write_text("org/name\n")
+    lock = tmp_path / "mixture.lock"
+    if kind == "fifo":
+        os.mkfifo(lock)
+    elif kind == "dev-zero":
+        lock.symlink_to("/dev/zero")
+    elif kind == "deep":
+        lock.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        with open(lock, "wb") as fh:
+            fh.truncate(65 * 2**20)  # sparse: over the 64 MiB cap without using the disk
+    res = run_cli(["prefetch", mix, "--offline"])
+    assert res.exit_code == 2
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("lrtool: error:")]
+    assert "mixture.lock" in line and "lock file" in line

@@ -70,17 +70,17 @@ class LockFile:
         Raises:
             UsageError: the file exists but is not a valid lrtool lock (one-line message naming it).
         """
+        from lerobot_tools._io import load_json_file
+
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
+        try:  # a regular file of at most 64 MiB, nested at most 100 levels (a FIFO or /dev/zero is refused)
+            doc = load_json_file(path, error=UsageError)
         except FileNotFoundError:
             return cls(path)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"lock file cannot be read ({getattr(exc, 'strerror', None) or exc})", path) from None
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"lock file is not valid JSON: {exc.msg} at line {exc.lineno}", path) from None
+        except OSError as exc:
+            raise UsageError(f"lock file cannot be read ({exc.strerror or exc})", path) from None
+        except UsageError as exc:
+            raise UsageError(f"lock file {exc.message}", path) from None
         if not isinstance(doc, dict) or doc.get("lrtool_lock") != LOCK_FORMAT or not isinstance(doc.get("entries"), dict):
             raise UsageError(f"not an lrtool lock file (expected {{\"lrtool_lock\": {LOCK_FORMAT}, \"entries\": {{...}}}})", path)
         entries: dict[str, LockEntry] = {}
