@@ -572,3 +572,31 @@ def test_regression_prefetch_lock_file_is_a_capped_regular_file(tmp_path, kind, 
     assert res.exit_code == 2
     (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("lrtool: error:")]
     assert "mixture.lock" in line and "lock file" in line
+
+
+@pytest.mark.parametrize("value", [None, "1", True])
+@pytest.mark.parametrize("command", [["validate", "--deep"], ["repair", "--dry-run"]])
+def test_regression_a_non_integer_scalar_shape_is_a_finding_not_a_crash(tmp_path, value, command):
+    """Found by test_fuzz_info_json: ``features.episode_index.shape = [null]`` (or ``["1"]``) raised TypeError in the
+    deep checks: validate --deep said "lrtool failed on this dataset ... please report it", repair --dry-run
+    printed a traceback. It is I006 (the JSON Schema), once."""
+    root, _ = fresh_copy(DATASETS / "clean_v21", tmp_path)
+    info = json.loads((root / "meta/info.json").read_text())
+    info["features"]["episode_index"]["shape"] = [value]
+    (root / "meta/info.json").write_text(json.dumps(info))
+    res = run_cli([*command, root])  # no exception, no "please report it"
+    if command[0] == "validate":
+        assert res.exit_code == 1 and "I006" in res.stdout
+
+
+@pytest.mark.parametrize("text", ["~\x00\n", "./ds\x00 weight=1\n", '{"datasets": [{"root": "~\\u0000"}]}'])
+def test_regression_a_nul_in_a_mixture_entry_is_an_entry_error(tmp_path, text):
+    """Found by test_fuzz_mixture_files: a line ``~<NUL>`` raised ValueError (embedded null byte) out of
+    os.path.expanduser, a traceback. A NUL in an entry is that entry's M002 now; the others still load."""
+    fresh_copy(DATASETS / "clean_v21", tmp_path)
+    mix = tmp_path / ("mix.json" if text.startswith("{") else "mix.txt")
+    mix.write_text(text)
+    res = run_cli(["validate", mix, "--format", "json"])
+    assert res.exit_code == 1
+    (ds,) = json.loads(res.stdout)["datasets"]
+    assert [f["check"] for f in ds["findings"]] == ["M002"] and "NUL" in ds["findings"][0]["message"]

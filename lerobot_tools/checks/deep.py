@@ -230,7 +230,9 @@ def run(ctx: CheckContext) -> None:
         list_cols = {}
         for name, feat in feats.items():
             shape = feat.get("shape")
-            if name in footer.schema.names and isinstance(shape, list) and len(shape) == 1 and shape[0] > 1 \
+            # a shape that is not [int] is I006's finding; here it must not raise (e.g. [null] or ["1"])
+            if name in footer.schema.names and isinstance(shape, list) and len(shape) == 1 \
+                    and isinstance(shape[0], int) and not isinstance(shape[0], bool) and shape[0] > 1 \
                     and feat.get("dtype") not in ("string", "image", "video", "language"):
                 t = footer.schema.field(name).type
                 if pa.types.is_list(t) or pa.types.is_large_list(t):

@@ -255,6 +255,8 @@ def _copy_entry(e: MixtureEntry, source: str) -> MixtureEntry:
 def _parse_text_line(line: str, base: Path) -> MixtureEntry:
     """One non-empty plain-text line (comment stripped) as an entry; ``source`` is filled in by the caller."""
     source = ""
+    if "\x00" in line:  # no file name holds a NUL (the OS refuses it; os.path.expanduser raises ValueError)
+        return MixtureEntry(line, source, error="contains a NUL character")
     if not any(c in line for c in "'\"\\"):
         # what shlex.split gives for a line without quotes or backslashes (its whitespace is " \t\r\n"), 20x faster
         tokens = [t for t in _SHLEX_SPACE.split(line) if t]
@@ -384,7 +386,9 @@ def _absolutize_roots(obj: Any, base: Path) -> Any:
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            if k == "root" and isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+            if k == "root" and isinstance(v, str) and "\x00" in v:
+                out[k] = v  # refused by _json_entry (expanduser raises ValueError on a NUL)
+            elif k == "root" and isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
                 out[k] = str(base / v)
             elif k == "root" and isinstance(v, str):
                 out[k] = str(Path(v).expanduser())
@@ -495,6 +499,9 @@ def _json_entry(item: Any, source: str) -> MixtureEntry:
         return entry
     if root is not None and not isinstance(root, str):
         entry.error = f"root must be a string, got {type(root).__name__}"
+        return entry
+    if root is not None and "\x00" in root:
+        entry.error = "root contains a NUL character"
         return entry
     if rev is not None and not isinstance(rev, str):
         entry.error = f"revision must be a string, got {type(rev).__name__}"
