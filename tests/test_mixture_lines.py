@@ -89,3 +89,16 @@ def test_cli_json_reports_duplicates_once(two_datasets):
     doc = json.loads(res.stdout)
     assert [d["target"] for d in doc["datasets"]] == ["./a", "./b"]
     assert doc["summary"]["datasets"] == 2
+
+
+def test_diagnose_decodes_identical_entries_once(tmp_path):
+    """diagnose-decode on a mixture naming one (real, h264) dataset three times reports and decodes it once."""
+    root = tmp_path / "ds"
+    import shutil
+
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "datasets" / "clean_v21", root)
+    mix = tmp_path / "mix.txt"
+    mix.write_text("./ds\n./ds\nds\n")
+    res = CliRunner().invoke(cli, ["diagnose-decode", str(mix), "--format", "json", "--frames", "1"])
+    doc = json.loads(res.stdout)
+    assert len(doc["datasets"]) == 1, [d.get("target") for d in doc["datasets"]]

@@ -9,7 +9,7 @@ import shlex
 import time
 from pathlib import Path
 
-from lerobot_tools.dataset.targets import resolve_targets
+from lerobot_tools.dataset.targets import merge_identical, resolve_targets
 from lerobot_tools.diagnose.model import (
     ERROR,
     GOP_WARN,
@@ -287,7 +287,7 @@ def diagnose(target_args: list[str], options: DiagnoseOptions | None = None, *, 
     """
     options = options or DiagnoseOptions()
     check_options(options)
-    targets = resolve_targets(list(target_args))
+    targets = merge_identical(resolve_targets(list(target_args)))  # identical mixture entries: decoded once
     t0 = time.perf_counter()
     datasets = probe_targets(targets, options.all_files, jobs=jobs, progress=progress)
     return analyze(datasets, options, t0=t0)
