@@ -70,6 +70,12 @@ def escape_json(document: str) -> str:
     return _UNSAFE_JSON.sub(_json_escape, document)
 
 
+def single_line(text: str) -> str:
+    """``text`` on one line: newlines and carriage returns (a file name may hold them) written as ``\\n`` / ``\\r``.
+    For error lines, which must stay one line whatever the data says."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def sgr(out: IO[str], code: str) -> str:
     """The SGR colour sequence ``ESC [ code m`` to write to ``out`` (``"31"`` red, ``"0"`` reset): a private
     marker when ``out`` is a :class:`SafeStream` (which turns it into the real sequence), else the sequence."""

@@ -143,3 +143,14 @@ def test_stream_survives_an_ascii_terminal():
     s.write("caf\u00e9 \udcff\n")
     raw.flush()
     assert raw.buffer.getvalue() == b"caf\\xe9 \\xff\n"
+
+
+def test_an_error_naming_a_file_with_a_newline_stays_one_line(tmp_path):
+    """A file name may hold a newline; the error line naming it is still one line (a $ref with a newline could
+    forge a second ``lrtool:`` line)."""
+    mix = tmp_path / "mix.json"
+    mix.write_text(json.dumps({"datasets": [{"$ref": "gone\nlrtool: fake second line.json"}]}))
+    res = _invoke(["validate", str(mix)])
+    assert res.exit_code == 2
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("lrtool: error:")
+

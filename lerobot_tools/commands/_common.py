@@ -46,7 +46,9 @@ lock_timeout_option = click.option(
 
 def fail(message: str, status: int = exitcodes.CANNOT_RUN) -> NoReturn:
     """Print ``lrtool: error: <message>`` on stderr (one line, no traceback) and exit with ``status``."""
-    click.echo(f"lrtool: error: {message}", err=True)
+    from lerobot_tools._safeout import single_line
+
+    click.echo(f"lrtool: error: {single_line(message)}", err=True)
     sys.exit(status)
 
 
@@ -63,7 +65,7 @@ def finish(result: Any, fmt: str, *, render: Callable[[Any, IO[str]], None] | No
     Output passes through :class:`lerobot_tools._safeout.SafeStream`: the JSON document is valid UTF-8 JSON
     whatever the file names hold, and text shows control characters from data as escapes.
     """
-    from lerobot_tools._safeout import json_mode, wrap
+    from lerobot_tools._safeout import json_mode, single_line, wrap
 
     out = wrap(sys.stdout)
     if fmt == "json":
@@ -76,7 +78,7 @@ def finish(result: Any, fmt: str, *, render: Callable[[Any, IO[str]], None] | No
         result.render_text(out, color=out.isatty())
     out.flush()
     for line in getattr(result, "error_lines", lambda: [])():
-        click.echo(f"lrtool: error: {line}", err=True)
+        click.echo(f"lrtool: error: {single_line(line)}", err=True)
     sys.exit(result.exit_status)
 
 
