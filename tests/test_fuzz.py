@@ -600,3 +600,12 @@ def test_regression_a_nul_in_a_mixture_entry_is_an_entry_error(tmp_path, text):
     assert res.exit_code == 1
     (ds,) = json.loads(res.stdout)["datasets"]
     assert [f["check"] for f in ds["findings"]] == ["M002"] and "NUL" in ds["findings"][0]["message"]
+
+
+def test_regression_a_mixture_line_too_long_for_a_file_name(tmp_path):
+    """Found by test_fuzz_mixture_files: a 300-character name raised OSError (ENAMETOOLONG) out of Path.exists."""
+    mix = tmp_path / "mix.txt"
+    mix.write_text("x" * 300 + "\n" + "./" + "y/" * 3000 + "\n")
+    res = run_cli(["validate", mix, "--format", "json"])
+    assert res.exit_code == 1
+    assert [f["check"] for d in json.loads(res.stdout)["datasets"] for f in d["findings"]] == ["M001", "M001"]

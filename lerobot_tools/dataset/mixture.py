@@ -324,7 +324,11 @@ def _assign_target(entry: MixtureEntry, token: str, base: Path) -> None:
     if not as_path.is_absolute():
         as_path = base / as_path
     written_as_path = token.startswith(("/", "./", "../", "~")) or token in {".", ".."}
-    if written_as_path or as_path.exists():
+    try:
+        exists = written_as_path or as_path.exists()
+    except OSError:  # ENAMETOOLONG, EACCES...: a path, reported when the folder is opened
+        exists = True
+    if exists:
         entry.root = as_path
         return
     if REPO_ID_RE.match(repo):
