@@ -609,3 +609,19 @@ def test_regression_a_mixture_line_too_long_for_a_file_name(tmp_path):
     res = run_cli(["validate", mix, "--format", "json"])
     assert res.exit_code == 1
     assert [f["check"] for d in json.loads(res.stdout)["datasets"] for f in d["findings"]] == ["M001", "M001"]
+
+
+@pytest.mark.parametrize("value", ["Infinity", "-Infinity", "1e400"])
+@pytest.mark.parametrize("command", [["validate"], ["reshard", "--dry-run"]])
+def test_regression_an_infinite_episode_index_in_episodes_jsonl(tmp_path, value, command):
+    """Found by test_fuzz_jsonl_tables: ``"episode_index": Infinity`` in episodes.jsonl raised OverflowError: validate
+    said "please report it", reshard --dry-run printed a traceback."""
+    root, _ = fresh_copy(DATASETS / "clean_v21", tmp_path)
+    table = root / "meta/episodes.jsonl"
+    lines = table.read_text().splitlines()
+    lines[0] = lines[0].replace('"episode_index": 0', f'"episode_index": {value}', 1)
+    assert value in lines[0]
+    table.write_text("\n".join(lines) + "\n")
+    res = run_cli([*command, root])
+    if command[0] == "validate":
+        assert res.exit_code == 1

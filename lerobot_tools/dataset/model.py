@@ -173,10 +173,10 @@ def _int_or_none(v: Any) -> int | None:
     if v is None:
         return None
     try:
-        if isinstance(v, float) and math.isnan(v):
+        if isinstance(v, float) and not math.isfinite(v):  # NaN, Infinity: no index
             return None
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
