@@ -154,3 +154,16 @@ def test_an_error_naming_a_file_with_a_newline_stays_one_line(tmp_path):
     assert res.exit_code == 2
     assert res.stderr.count("\n") == 1 and res.stderr.startswith("lrtool: error:")
 
+
+
+def test_scale_out_parts_and_merged_json_survive_non_utf8_names(hostile, tmp_path):
+    """A --shard part, then `lrtool report merge --format json`: the part file is written (it raised
+    UnicodeEncodeError on the non-UTF-8 name) and the merged document is valid UTF-8 JSON."""
+    part = tmp_path / "part.json"
+    res = _invoke(["validate", hostile["bad_bytes"], "--shard", "0/1", "--part-out", str(part)])
+    assert res.exit_code in (0, 1) and part.is_file()
+    merged = _invoke(["report", "merge", str(part), "--format", "json"])
+    doc = json.loads(merged.stdout_bytes.decode("utf-8"))
+    assert doc["datasets"][0]["target"].endswith("ds\\xff\\xfe\x1b[2J")
+    text = _invoke(["report", "merge", str(part)])
+    assert "\x1b" not in text.stdout and "ds\\xff\\xfe\\x1b[2J" in text.stdout

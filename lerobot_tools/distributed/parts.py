@@ -109,7 +109,7 @@ def run_shard(plan: Plan, rank: int, out: Path) -> dict[str, Any]:
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out, json.dumps(part, ensure_ascii=False) + "\n")
+        atomic_write_text(out, json.dumps(part) + "\n")  # ASCII: a non-UTF-8 file name round-trips
     except OSError as exc:
         raise UsageError(f"cannot write the part result ({exc.strerror or exc})", out) from None
     return part

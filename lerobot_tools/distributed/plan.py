@@ -67,7 +67,7 @@ class Plan:
 def plan_id(command: str, world: int, cwd: str, spec: dict) -> str:
     """Stable identifier of a run: SHA-256 (first 24 hex digits) of its canonical JSON."""
     raw = json.dumps([command, world, cwd, spec], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:24]
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]  # a non-UTF-8 file name too
 
 
 def part_path(run_dir: Path, rank: int) -> Path:
@@ -236,7 +236,7 @@ def load_or_create(run_dir: Path, command: str, world: int, spec: dict,
         sizes = sizer(spec)
         plan = Plan(command, world, cwd, spec, partition(sizes, world), pid)
         try:
-            _publish(path, json.dumps(plan.to_dict(), ensure_ascii=False) + "\n")
+            _publish(path, json.dumps(plan.to_dict()) + "\n")  # ASCII: a non-UTF-8 file name round-trips
         except OSError as exc:
             raise UsageError(f"cannot write the plan ({exc.strerror or exc})", path) from None
     existing = read_plan(path)
@@ -253,7 +253,7 @@ def write_render(run_dir: Path, render: dict) -> None:
     from lerobot_tools._io import atomic_write_text
 
     try:
-        atomic_write_text(Path(run_dir) / RENDER_FILE, json.dumps(render, ensure_ascii=False) + "\n")
+        atomic_write_text(Path(run_dir) / RENDER_FILE, json.dumps(render) + "\n")
     except OSError as exc:
         raise UsageError(f"cannot write {RENDER_FILE} ({exc.strerror or exc})", run_dir) from None
 
