@@ -329,6 +329,89 @@ def test_segment_moments_do_not_depend_on_batching():
     np.testing.assert_allclose(parts.mean, ref.mean(0), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dims,runs", [(1, 40), (3, 8), (14, 120), (96, 6), (600, 3)])
+def test_segment_arrays_match_a_float64_reference(dims, runs):
+    """Both reduction paths (narrow rows with many runs, wide rows) against numpy in float64, on float32 data with
+    single-row runs, a constant column, a run longer than the scratch span, and a large mean with a small std (the
+    hazard the float32 shift exists for)."""
+    rng = np.random.default_rng(dims)
+    lens = rng.integers(1, 700, runs)
+    lens[1] = 1
+    lens[-1] = compute.SPAN_ROWS + 37 if dims >= 64 else lens[-1]
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    n = int(lens.sum())
+    x = (rng.normal(1000.0, 0.05, size=(n, dims)) + rng.uniform(-500, 500, size=dims)).astype(np.float32)
+    x[:, 0] = 7.25  # constant column
+    if dims > 1:
+        x[:, 1] = rng.normal(0.0, 1.0, n).astype(np.float32)
+    before = x.copy()
+    cnt, mean, m2, mn, mx = compute.segment_arrays(x, starts, lens)
+    np.testing.assert_array_equal(x, before)  # the caller's batch is not modified (the reductions work on copies)
+    assert cnt.tolist() == lens.tolist()
+    for i, (a, k) in enumerate(zip(starts.tolist(), lens.tolist())):
+        ref = x[a:a + k].astype(np.float64)
+        np.testing.assert_array_equal(mn[i], ref.min(0))
+        np.testing.assert_array_equal(mx[i], ref.max(0))
+        std = ref.std(0)
+        np.testing.assert_allclose(mean[i], ref.mean(0), rtol=0, atol=1e-9 * np.abs(ref).max())
+        np.testing.assert_allclose(np.sqrt(m2[i] / k), std, rtol=1e-5, atol=1e-12)
+        assert m2[i][0] == 0.0  # the constant column: exactly 0, never a rounding residue
+        if k == 1:
+            assert not m2[i].any() and np.array_equal(mean[i], ref[0])
+    # float64 and integer data go through float64 and agree with the reference to float64 rounding
+    xi = rng.integers(-1000, 1000, size=(n, dims)).astype(np.int64)
+    _, mean_i, m2_i, _, _ = compute.segment_arrays(xi, starts, lens)
+    a, k = int(starts[2]), int(lens[2])
+    np.testing.assert_allclose(mean_i[2], xi[a:a + k].mean(0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(m2_i[2], ((xi[a:a + k] - xi[a:a + k].mean(0)) ** 2).sum(0), rtol=1e-10, atol=1e-9)
+
+
+@pytest.mark.parametrize("row_group_rows", [100, 3000])
+def test_deep_scan_decodes_row_groups_in_parallel_in_file_order(tmp_path, monkeypatch, row_group_rows):
+    """Many small row groups are decoded by several threads (large ones stream through one): the scan sees the rows
+    in file order either way, so runs, frame checks and per-episode moments equal the one-thread scan's and the
+    float64 reference."""
+    from lerobot_tools.checks import deep
+    from lerobot_tools.checks.stats.deep import StatsRequest
+
+    rng = np.random.default_rng(7)
+    lens = rng.integers(1, 400, 30)
+    lens[4] = 1
+    ep = np.repeat(np.arange(30), lens)
+    fi = np.concatenate([np.arange(n) for n in lens])
+    n = len(ep)
+    fi[500] += 1  # one D001 row, to compare the frame checks too
+    act = rng.normal(50.0, 2.0, size=(n, 6)).astype(np.float32)
+    table = pa.table({"episode_index": pa.array(ep, pa.int64()), "frame_index": pa.array(fi, pa.int64()),
+                      "index": pa.array(np.arange(n), pa.int64()),
+                      "action": pa.FixedSizeListArray.from_arrays(pa.array(act.reshape(-1)), 6)})
+    path = tmp_path / "file-000.parquet"
+    pq.write_table(table, path, row_group_size=row_group_rows)
+    monkeypatch.setattr(deep.stats_deep, "BATCH_BYTES", 24 * 1024)  # 1024-row batches: several per file
+    req = StatsRequest({"action": (6, "float32")})
+
+    def scan(threads):
+        monkeypatch.setattr(deep, "DECODE_THREADS", threads)
+        return deep.scan_file(path, fps=None, tolerance_s=1e-4, index_offset=0, list_columns={}, stats=req)
+
+    one, many = scan(1), scan(4)
+    assert many.runs == one.runs == [[e, int(k)] for e, k in enumerate(lens)]
+    assert many.rows == n and many.bad_index == 0
+    assert {e: s.bad_frame for e, s in many.episodes.items()} == {e: s.bad_frame for e, s in one.episodes.items()}
+    assert sum(s.bad_frame for s in many.episodes.values()) == 1
+    a, b = many.stats.features["action"], one.stats.features["action"]
+    for k in ("episodes", "n", "min", "max"):
+        np.testing.assert_array_equal(a[k], b[k])
+    np.testing.assert_allclose(a["mean"], b["mean"], rtol=1e-9)  # batch boundaries differ: float32 rounding
+    np.testing.assert_allclose(a["m2"], b["m2"], rtol=1e-5)
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    for e in (0, 4, 29):
+        ref = act[starts[e]:starts[e] + lens[e]].astype(np.float64)
+        np.testing.assert_allclose(a["mean"][e], ref.mean(0), rtol=1e-9)
+        np.testing.assert_allclose(np.sqrt(a["m2"][e] / a["n"][e]), ref.std(0), rtol=1e-5, atol=1e-12)
+        np.testing.assert_array_equal(a["min"][e], ref.min(0))
+
+
 def test_deep_scan_with_statistics_round_trips_through_json():
     """A distributed run records the deep scan as JSON and replays it: the per-episode moments survive exactly."""
     import json as _json

@@ -10,8 +10,8 @@ variable-length list columns (D005). Sources: docs/format.md#data-files, docs/fo
 
 When G010 is selected the same read also carries every numeric feature column to a
 :class:`~lerobot_tools.checks.stats.deep.FileStatsBuilder` (the data is read once): the scan then returns each
-episode's moments too (:attr:`_FileScan.stats`), the batches shrink so the decoded columns stay near 8 MiB, and a
-worker thread decodes the next batch while the current one is processed.
+episode's moments too (:attr:`_FileScan.stats`), the batches shrink so the decoded columns stay near 8 MiB, and
+worker threads decode the next batches while the current one is processed (:func:`_decode_ahead`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 
-from lerobot_tools._parallel import read_ahead
+from lerobot_tools._parallel import read_ahead, thread_map
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.stats import deep as stats_deep
 from lerobot_tools.errors import one_line
@@ -122,9 +122,10 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
         return scan
     carry_ep = None
     carry_pos = 0
-    batches = pf.iter_batches(batch_size=batch_rows, columns=cols)
-    if builder is not None:  # statistics: decode the next batch while the numpy pass runs on this one
-        batches = read_ahead(batches, name="lrtool-deep-read")
+    if builder is not None:  # statistics: decode the next batches while the numpy pass runs on this one
+        batches = _decode_ahead(path, pf, cols, batch_rows)
+    else:
+        batches = pf.iter_batches(batch_size=batch_rows, columns=cols)
     with contextlib.closing(batches):  # stops and joins the read-ahead thread whatever happens in the loop
         for batch in batches:
             n = batch.num_rows
@@ -190,6 +191,60 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     if builder is not None:
         scan.stats = builder.result()
     return scan
+
+
+#: threads decoding record batches ahead of the statistics pass (pyarrow decodes without the GIL)
+DECODE_THREADS = 4
+
+
+def _decode_ahead(path, pf, cols: list[str], batch_rows: int):
+    """Record batches of ``cols`` in file order, about ``batch_rows`` rows each, decoded ahead of the caller.
+
+    Decoding the numeric columns of a list type is most of the statistics pass's cost (pyarrow turns every
+    value's repetition/definition levels into list offsets), so consecutive row groups are grouped into batches
+    of about ``batch_rows`` rows, and up to :data:`DECODE_THREADS` (at most the CPU count) of them are decoded at
+    once, each by its own reader sharing the parsed footer; at most that many batches are held beyond the
+    caller's. A file with a row group of more than ``2 * batch_rows`` rows is streamed by one read-ahead thread
+    instead (decoding a whole large row group at once would not keep memory bounded). The caller must close the
+    returned generator (it joins the threads).
+    """
+    import os
+
+    import pyarrow.parquet as pq
+
+    md = pf.metadata
+    sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    threads = max(1, min(DECODE_THREADS, os.cpu_count() or 1))
+    if threads == 1 or len(sizes) < 2 or max(sizes) > 2 * batch_rows:
+        return read_ahead(pf.iter_batches(batch_size=batch_rows, columns=cols), name="lrtool-deep-read")
+    groups: list[tuple[list[int], int]] = []
+    cur: list[int] = []
+    rows = 0
+    for i, n in enumerate(sizes):
+        if cur and rows + n > batch_rows:
+            groups.append((cur, rows))
+            cur, rows = [], 0
+        cur.append(i)
+        rows += n
+    if cur:
+        groups.append((cur, rows))
+
+    def decode(group: tuple[list[int], int]) -> list:
+        rgs, n = group
+        if n == 0:
+            return []
+        with pq.ParquetFile(path, metadata=md, pre_buffer=False) as reader:
+            return list(reader.iter_batches(batch_size=n, row_groups=rgs, columns=cols, use_threads=False))
+
+    def flat():
+        parts = thread_map(decode, groups, threads=threads, ahead=threads)
+        try:
+            for part in parts:
+                yield from part
+        finally:
+            parts.close()  # cancels what is queued and joins the decoding threads
+
+    return flat()
 
 
 def run(ctx: CheckContext) -> None:

@@ -98,50 +98,101 @@ class Moments:
                 "count": np.array([self.n], dtype=np.int64)}
 
 
+#: rows summed in the data's dtype before a partial sum is carried into float64 (wide rows; see
+#: :func:`segment_arrays`): 4 float32 deviations sum with at most 2 bits of rounding
+SUM_BLOCK = 4
+#: rows of a wide run processed at a time (bounds the scratch buffer: SPAN_ROWS x d float32)
+SPAN_ROWS = 4096
+
+
 def segment_arrays(x: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per run ``x[starts[i] : starts[i] + lens[i]]`` (runs back to back, covering ``x``, shape ``(n, d)``):
     ``(count, mean, m2, min, max)``, each ``(runs, d)`` float64 (count ``(runs,)`` int64).
 
-    Float32 data is reduced in float32 after subtracting each run's first row (deviations stay small, so squaring
-    them in float32 loses nothing material) and summed in float64; other dtypes are converted to float64 first.
-    About six passes over ``x``; many short runs of a narrow ``x`` use ``ufunc.reduceat`` (one call per
-    statistic), otherwise one slice per run (``reduceat`` along axis 0 is slow for wide rows).
+    Each run is shifted by its first row (the deviations stay small, so squaring them loses nothing material) and
+    the sum and sum of squares of the deviations give mean and M2. Float16/float32 data is shifted and squared in
+    float32 (numpy keeps the dtype) and summed into float64; other dtypes are converted to float64 first. The
+    result agrees with a float64 computation to about 1e-7 of the std (``tests/test_stats.py`` holds it to a numpy
+    float64 reference); the passes are vectorised and allocate no per-run temporaries:
+
+    * wide rows (``d >= 64``, or few runs): per run, ``min`` / ``max`` along the frames axis, the deviations into a
+      reused scratch buffer (:data:`SPAN_ROWS` rows at a time), summed over blocks of :data:`SUM_BLOCK` rows in the
+      data's dtype and across blocks in float64 (summing every row into float64 costs a conversion per value),
+      squared in place and summed the same way;
+    * narrow rows with many runs: the batch is transposed once so that every run of every dimension is contiguous,
+      then ``ufunc.reduceat`` along it gives min, max and the float64 sums (``reduceat`` down the rows of a narrow
+      array walks them one run and one column at a time, about twice as slow).
     """
     if x.dtype.kind == "f" and x.dtype.itemsize <= 4:
         work = x if x.dtype == np.float32 else x.astype(np.float32)
     else:
         work = x.astype(np.float64, copy=False)
+    starts = np.asarray(starts, dtype=np.int64)
+    lens = np.asarray(lens, dtype=np.int64)
     k = len(starts)
-    if k > 16 and work.shape[1] < 64:
-        mins = np.minimum.reduceat(work, starts, axis=0)
-        maxs = np.maximum.reduceat(work, starts, axis=0)
-        shift = work[starts]
-        dev = work - np.repeat(shift, lens, axis=0)
-        s = np.add.reduceat(dev, starts, axis=0, dtype=np.float64)
-        np.multiply(dev, dev, out=dev)
-        ss = np.add.reduceat(dev, starts, axis=0, dtype=np.float64)
-        del dev
+    d = work.shape[1]
+    if k > 16 and d < 64:
+        mins, maxs, shift, s, ss = _narrow_runs(work, starts, lens)
     else:
-        d = work.shape[1]
-        mins = np.empty((k, d), dtype=work.dtype)
-        maxs = np.empty((k, d), dtype=work.dtype)
-        shift = np.empty((k, d), dtype=work.dtype)
-        s = np.empty((k, d), dtype=np.float64)
-        ss = np.empty((k, d), dtype=np.float64)
-        for i, (a, n) in enumerate(zip(starts.tolist(), lens.tolist())):
-            seg = work[a:a + n]
-            mins[i] = seg.min(axis=0)
-            maxs[i] = seg.max(axis=0)
-            shift[i] = seg[0]
-            dev = seg - seg[0]
-            s[i] = dev.sum(axis=0, dtype=np.float64)
-            np.multiply(dev, dev, out=dev)
-            ss[i] = dev.sum(axis=0, dtype=np.float64)
+        mins, maxs, shift, s, ss = _wide_runs(work, starts, lens)
     n = lens.astype(np.float64)[:, None]
     mean_dev = s / n
     m2 = np.maximum(ss - s * mean_dev, 0.0)
     return (lens.astype(np.int64), shift.astype(np.float64) + mean_dev, m2, mins.astype(np.float64),
             maxs.astype(np.float64))
+
+
+def _narrow_runs(work: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`segment_arrays` for narrow rows: ``(min, max, shift, sum, sum of squares)`` of the deviations,
+    ``(runs, d)``, computed on the transposed batch with ``reduceat`` along contiguous rows."""
+    t = work.T.copy(order="C")  # (d, n), each run of each dimension contiguous; a copy: it is modified below
+    mins = np.minimum.reduceat(t, starts, axis=1).T
+    maxs = np.maximum.reduceat(t, starts, axis=1).T
+    shift_t = t[:, starts]
+    np.subtract(t, np.repeat(shift_t, lens, axis=1), out=t)
+    s = np.add.reduceat(t, starts, axis=1, dtype=np.float64).T
+    np.multiply(t, t, out=t)
+    ss = np.add.reduceat(t, starts, axis=1, dtype=np.float64).T
+    return mins, maxs, shift_t.T, s, ss
+
+
+def _wide_runs(work: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`segment_arrays` for wide rows: one run (at most :data:`SPAN_ROWS` rows of it) at a time, the
+    deviations in a reused buffer, summed in blocks (see there)."""
+    k, d = len(starts), work.shape[1]
+    mins = np.empty((k, d), dtype=work.dtype)
+    maxs = np.empty((k, d), dtype=work.dtype)
+    shift = np.empty((k, d), dtype=work.dtype)
+    s = np.zeros((k, d), dtype=np.float64)
+    ss = np.zeros((k, d), dtype=np.float64)
+    buf = np.empty((min(SPAN_ROWS, int(lens.max(initial=0))), d), dtype=work.dtype)
+    for i, (a, n) in enumerate(zip(starts.tolist(), lens.tolist())):
+        seg = work[a:a + n]
+        np.amin(seg, axis=0, out=mins[i])
+        np.amax(seg, axis=0, out=maxs[i])
+        shift[i] = seg[0]
+        for b in range(0, n, SPAN_ROWS):
+            part = seg[b:b + SPAN_ROWS]
+            dev = buf[:len(part)]
+            np.subtract(part, shift[i], out=dev)
+            s[i] += _block_sum(dev)
+            np.multiply(dev, dev, out=dev)
+            ss[i] += _block_sum(dev)
+    return mins, maxs, shift, s, ss
+
+
+def _block_sum(a: np.ndarray) -> np.ndarray:
+    """Column sums of ``a`` (``(n, d)``) in float64: float32 (or the data's dtype) within blocks of
+    :data:`SUM_BLOCK` rows, float64 across them."""
+    n = len(a)
+    m = n // SUM_BLOCK
+    out = np.zeros(a.shape[1], dtype=np.float64)
+    if m:
+        part = a[:m * SUM_BLOCK].reshape(m, SUM_BLOCK, a.shape[1]).sum(axis=1)
+        out += part.sum(axis=0, dtype=np.float64)
+    if n > m * SUM_BLOCK:
+        out += a[m * SUM_BLOCK:].sum(axis=0, dtype=np.float64)
+    return out
 
 
 def segment_moments(x: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> list[Moments]:
