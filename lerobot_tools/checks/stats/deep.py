@@ -270,29 +270,22 @@ class StatsComparison:
                 self.totals[name].merge(tot)
             else:
                 self.totals[name] = tot
-            sel, stored = [], {s: [] for s in ("min", "max", "mean", "std")}
             dims = mean.shape[1]
-            for j, e in enumerate(eps.tolist()):
-                loc = found.get(e)
-                if loc is None or (e, name) in self.skip or e in self.split:
-                    continue
-                block, r = loc
-                cols = block.features.get(name)
-                if not cols:
-                    continue
-                sel.append(j)
-                for s in stored:
-                    c = cols.get(s)
-                    ok = c is not None and c.ok[r] and c.values[r].size == dims
-                    stored[s].append(c.values[r].reshape(-1) if ok else np.full(dims, np.nan))
-            if not sel:
+            sel, stored = self._stored_rows(name, eps, found, dims)
+            if not len(sel):
                 continue
-            sa = np.array(sel)
-            ok = screen({s: np.stack(v) for s, v in stored.items()}, cnt[sa], mean[sa], m2[sa], mn[sa], mx[sa], storage)
-            need = set(sa[~ok].tolist())
-            for j in sel:
-                q = fs.quantiles.get(f"{int(eps[j])}/{name}")
-                if q is None:
+            ok = screen(stored, cnt[sel], mean[sel], m2[sel], mn[sel], mx[sel], storage)
+            need = set(sel[~ok].tolist())
+            chosen = set(sel.tolist())
+            row_of = None
+            for key, q in fs.quantiles.items():
+                e_txt, _, feature = key.partition("/")
+                if feature != name:
+                    continue
+                if row_of is None:
+                    row_of = {int(e): j for j, e in enumerate(eps.tolist())}
+                j = row_of.get(int(e_txt))
+                if j is None or j not in chosen:
                     continue
                 self.quantile_episodes.add(int(eps[j]))
                 block, r = found[int(eps[j])]
@@ -318,6 +311,39 @@ class StatsComparison:
                     bad.setdefault(e, {})[name] = d
         for e, per in bad.items():
             self.results.append(EpisodeResult(e, found[e][0].source if e in found else None, per))
+
+
+    def _stored_rows(self, name: str, eps: np.ndarray, found: dict, dims: int) -> tuple[np.ndarray, dict]:
+        """The rows of ``eps`` to compare for feature ``name`` (stored statistics found, not skipped, not split) and
+        their stored min/max/mean/std, ``(rows, dims)`` float64 with NaN where a value is not stored or has another
+        size; gathered one stats block at a time."""
+        by_block: dict[int, tuple] = {}
+        sel = []
+        for j, e in enumerate(eps.tolist()):
+            loc = found.get(e)
+            if loc is None or (e, name) in self.skip or e in self.split:
+                continue
+            block, r = loc
+            if not block.features.get(name):
+                continue
+            sel.append(j)
+            by_block.setdefault(id(block), (block, [], []))
+            by_block[id(block)][1].append(len(sel) - 1)
+            by_block[id(block)][2].append(r)
+        stored = {s: np.full((len(sel), dims), np.nan) for s in ("min", "max", "mean", "std")}
+        for block, at, rows in by_block.values():
+            cols = block.features[name]
+            at, rows = np.asarray(at), np.asarray(rows)
+            for s, out in stored.items():
+                c = cols.get(s)
+                if c is None:
+                    continue
+                vals = c.values[rows].reshape(len(rows), -1)
+                if vals.shape[1] != dims:
+                    continue
+                ok = c.ok[rows]
+                out[at[ok]] = vals[ok]
+        return np.asarray(sel, dtype=np.int64), stored
 
 
 def _round(v: np.ndarray, dtype: np.dtype, *, down: bool) -> np.ndarray:
