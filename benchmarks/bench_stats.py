@@ -8,7 +8,9 @@ Two datasets are generated with lerobot_tools.testing.synth (v3.0, no video, one
 
 Each round runs, in alternation, ``--deep --ignore G010`` (the deep pass without statistics: the work `--deep`
 did before G010 existed) and ``--deep``; with ``--old-src DIR`` (a checkout of the code before G010) it also runs
-that code's ``--deep``. On a shared, noisy machine compare the ratios of the medians, not absolute seconds.
+that code's ``--deep``. Each run reports wall and CPU seconds (user + system, all threads): on a shared, noisy
+machine compare the ratios of the medians, not absolute seconds; CPU seconds drift less with the load than wall
+time but count the parallel decoding threads' work in full.
 
     python benchmarks/bench_stats.py [--keep DIR] [--rounds 3] [--old-src DIR] [--only robot|embedding]
 """
@@ -25,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import lrtool, measure  # noqa: E402
+from _measure import lrtool, measure_usage  # noqa: E402
 
 from lerobot_tools.testing.synth import SynthSpec, build_dataset  # noqa: E402
 
@@ -65,22 +67,32 @@ def main() -> None:
             if old_env is not None:
                 modes.append(("deep, old code", [], old_env))
             walls: dict[str, list[float]] = {m: [] for m, _, _ in modes}
+            cpus: dict[str, list[float]] = {m: [] for m, _, _ in modes}
             rss: dict[str, float] = {m: 0.0 for m, _, _ in modes}
             for r in range(args.rounds):
                 order = modes if r % 2 == 0 else modes[::-1]  # alternate, so load drifts hit both sides
                 for label, extra, env in order:
-                    wall, peak, code = measure(lrtool("validate", str(root), "--deep", "--no-progress", *extra), env=env)
-                    walls[label].append(wall)
-                    rss[label] = max(rss[label], peak)
-                    print(f"[{name}] round {r + 1} {label:<20} {wall:8.2f} s {peak:8.1f} MB exit {code}", flush=True)
+                    # run from the data folder: `python -m` puts the working folder first on sys.path, and the
+                    # checkout this script lives in would shadow --old-src
+                    u = measure_usage(lrtool("validate", str(root), "--deep", "--no-progress", *extra), env=env,
+                                      cwd=str(base))
+                    walls[label].append(u["wall"])
+                    cpus[label].append(u["cpu"])
+                    rss[label] = max(rss[label], u["rss"])
+                    print(f"[{name}] round {r + 1} {label:<20} {u['wall']:8.2f} s wall {u['cpu']:8.2f} s CPU "
+                          f"{u['rss']:8.1f} MB exit {u['exit']}", flush=True)
             med = {m: statistics.median(v) for m, v in walls.items()}
+            cpu = {m: statistics.median(v) for m, v in cpus.items()}
             base_label = "deep without stats"
-            print(f"[{name}] medians: " + ", ".join(f"{m} {med[m]:.2f} s (peak RSS {rss[m]:.0f} MB)" for m in med))
-            print(f"[{name}] statistics pass adds {100 * (med['deep with stats'] / med[base_label] - 1):+.0f} % "
-                  f"to --deep (target <= +50 %); peak RSS {rss['deep with stats']:.0f} MB (target < 300 MB)")
+            print(f"[{name}] medians: " + ", ".join(f"{m} {med[m]:.2f} s wall, {cpu[m]:.2f} s CPU (peak RSS {rss[m]:.0f} MB)"
+                                                   for m in med))
+            print(f"[{name}] statistics pass adds {100 * (med['deep with stats'] / med[base_label] - 1):+.0f} % wall "
+                  f"(target <= +50 %), {100 * (cpu['deep with stats'] / cpu[base_label] - 1):+.0f} % CPU; "
+                  f"peak RSS {rss['deep with stats']:.0f} MB (target < 300 MB)")
             if old_env is not None:
                 print(f"[{name}] against the old code's --deep: "
-                      f"{100 * (med['deep with stats'] / med['deep, old code'] - 1):+.0f} %")
+                      f"{100 * (med['deep with stats'] / med['deep, old code'] - 1):+.0f} % wall, "
+                      f"{100 * (cpu['deep with stats'] / cpu['deep, old code'] - 1):+.0f} % CPU")
         print("note: timings on a shared machine are noisy; the modes alternate and the ratios of medians are the figure")
     finally:
         if args.keep is None:

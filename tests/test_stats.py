@@ -337,7 +337,7 @@ def test_segment_arrays_match_a_float64_reference(dims, runs):
     rng = np.random.default_rng(dims)
     lens = rng.integers(1, 700, runs)
     lens[1] = 1
-    lens[-1] = compute.SPAN_ROWS + 37 if dims >= 64 else lens[-1]
+    lens[-1] = compute.SPAN_BYTES // (4 * dims) + 37 if dims >= 64 else lens[-1]
     starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
     n = int(lens.sum())
     x = (rng.normal(1000.0, 0.05, size=(n, dims)) + rng.uniform(-500, 500, size=dims)).astype(np.float32)

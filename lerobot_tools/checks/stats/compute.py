@@ -21,6 +21,7 @@ robot vectors) with the one-pass ``E[x^2] - E[x]^2`` formula, which loses every 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,11 +99,11 @@ class Moments:
                 "count": np.array([self.n], dtype=np.int64)}
 
 
-#: rows summed in the data's dtype before a partial sum is carried into float64 (wide rows; see
-#: :func:`segment_arrays`): 4 float32 deviations sum with at most 2 bits of rounding
-SUM_BLOCK = 4
-#: rows of a wide run processed at a time (bounds the scratch buffer: SPAN_ROWS x d float32)
-SPAN_ROWS = 4096
+#: wide rows: a pairwise sum halves the rows in the data's dtype until at most this many are left, which are summed
+#: in float64 (see :func:`segment_arrays`)
+PAIRWISE_ROWS = 64
+#: bytes of a wide run processed at a time (each of the two scratch buffers holds this much)
+SPAN_BYTES = 4 * 2**20
 
 
 def segment_arrays(x: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -115,10 +116,10 @@ def segment_arrays(x: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple
     result agrees with a float64 computation to about 1e-7 of the std (``tests/test_stats.py`` holds it to a numpy
     float64 reference); the passes are vectorised and allocate no per-run temporaries:
 
-    * wide rows (``d >= 64``, or few runs): per run, ``min`` / ``max`` along the frames axis, the deviations into a
-      reused scratch buffer (:data:`SPAN_ROWS` rows at a time), summed over blocks of :data:`SUM_BLOCK` rows in the
-      data's dtype and across blocks in float64 (summing every row into float64 costs a conversion per value),
-      squared in place and summed the same way;
+    * wide rows (``d >= 64``, or few runs): per run, ``min`` / ``max`` along the frames axis, the deviations and
+      their squares into reused scratch buffers (:data:`SPAN_BYTES` at a time), each summed pairwise in the
+      data's dtype down to :data:`PAIRWISE_ROWS` rows and in float64 from there (:func:`_pairwise_sum`; summing
+      every row into float64 costs a conversion per value, about three times as much);
     * narrow rows with many runs: the batch is transposed once so that every run of every dimension is contiguous,
       then ``ufunc.reduceat`` along it gives min, max and the float64 sums (``reduceat`` down the rows of a narrow
       array walks them one run and one column at a time, about twice as slow).
@@ -157,41 +158,57 @@ def _narrow_runs(work: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tupl
 
 
 def _wide_runs(work: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:func:`segment_arrays` for wide rows: one run (at most :data:`SPAN_ROWS` rows of it) at a time, the
-    deviations in a reused buffer, summed in blocks (see there)."""
+    """:func:`segment_arrays` for wide rows: one run (at most :data:`SPAN_BYTES` of it) at a time, the
+    deviations and their squares in reused buffers, summed pairwise (see there)."""
     k, d = len(starts), work.shape[1]
     mins = np.empty((k, d), dtype=work.dtype)
     maxs = np.empty((k, d), dtype=work.dtype)
     shift = np.empty((k, d), dtype=work.dtype)
     s = np.zeros((k, d), dtype=np.float64)
     ss = np.zeros((k, d), dtype=np.float64)
-    buf = np.empty((min(SPAN_ROWS, int(lens.max(initial=0))), d), dtype=work.dtype)
+    span = max(PAIRWISE_ROWS, SPAN_BYTES // (d * work.dtype.itemsize))
+    dev_buf, sq_buf = _scratch(min(span, int(lens.max(initial=0))), d, work.dtype)
     for i, (a, n) in enumerate(zip(starts.tolist(), lens.tolist())):
         seg = work[a:a + n]
         np.amin(seg, axis=0, out=mins[i])
         np.amax(seg, axis=0, out=maxs[i])
         shift[i] = seg[0]
-        for b in range(0, n, SPAN_ROWS):
-            part = seg[b:b + SPAN_ROWS]
-            dev = buf[:len(part)]
+        for b in range(0, n, span):
+            part = seg[b:b + span]
+            dev, sq = dev_buf[:len(part)], sq_buf[:len(part)]
             np.subtract(part, shift[i], out=dev)
-            s[i] += _block_sum(dev)
-            np.multiply(dev, dev, out=dev)
-            ss[i] += _block_sum(dev)
+            np.multiply(dev, dev, out=sq)
+            s[i] += _pairwise_sum(dev)
+            ss[i] += _pairwise_sum(sq)
     return mins, maxs, shift, s, ss
 
 
-def _block_sum(a: np.ndarray) -> np.ndarray:
-    """Column sums of ``a`` (``(n, d)``) in float64: float32 (or the data's dtype) within blocks of
-    :data:`SUM_BLOCK` rows, float64 across them."""
+_SCRATCH = threading.local()
+
+
+def _scratch(rows: int, d: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Two ``(rows, d)`` buffers of ``dtype``, kept per thread and reused from one record batch to the next (a
+    fresh multi-megabyte array costs a page fault per 4 KiB on first touch)."""
+    key = (d, np.dtype(dtype).str)
+    bufs = getattr(_SCRATCH, "bufs", None)
+    if bufs is None or bufs[0] != key or len(bufs[1]) < rows:
+        bufs = _SCRATCH.bufs = (key, np.empty((rows, d), dtype=dtype), np.empty((rows, d), dtype=dtype))
+    return bufs[1][:rows], bufs[2][:rows]
+
+
+def _pairwise_sum(a: np.ndarray) -> np.ndarray:
+    """Column sums of ``a`` (``(n, d)``, overwritten) in float64: the second half of the rows is added onto the
+    first in the data's dtype until at most :data:`PAIRWISE_ROWS` rows are left (each value goes through about
+    ``log2(n / PAIRWISE_ROWS)`` additions of partial sums of similar size), then those rows are summed in float64."""
     n = len(a)
-    m = n // SUM_BLOCK
     out = np.zeros(a.shape[1], dtype=np.float64)
-    if m:
-        part = a[:m * SUM_BLOCK].reshape(m, SUM_BLOCK, a.shape[1]).sum(axis=1)
-        out += part.sum(axis=0, dtype=np.float64)
-    if n > m * SUM_BLOCK:
-        out += a[m * SUM_BLOCK:].sum(axis=0, dtype=np.float64)
+    while n > PAIRWISE_ROWS:
+        h = n // 2
+        if n % 2:
+            out += a[n - 1]
+        np.add(a[:h], a[h:2 * h], out=a[:h])
+        n = h
+    out += a[:n].sum(axis=0, dtype=np.float64)
     return out
 
 
