@@ -84,8 +84,8 @@ def main() -> None:
             med = {m: statistics.median(v) for m, v in walls.items()}
             cpu = {m: statistics.median(v) for m, v in cpus.items()}
             base_label = "deep without stats"
-            print(f"[{name}] medians: " + ", ".join(f"{m} {med[m]:.2f} s wall, {cpu[m]:.2f} s CPU (peak RSS {rss[m]:.0f} MB)"
-                                                   for m in med))
+            print(f"[{name}] medians: " + ", ".join(
+                f"{m} {med[m]:.2f} s wall, {cpu[m]:.2f} s CPU (peak RSS {rss[m]:.0f} MB)" for m in med))
             print(f"[{name}] statistics pass adds {100 * (med['deep with stats'] / med[base_label] - 1):+.0f} % wall "
                   f"(target <= +50 %), {100 * (cpu['deep with stats'] / cpu[base_label] - 1):+.0f} % CPU; "
                   f"peak RSS {rss['deep with stats']:.0f} MB (target < 300 MB)")
@@ -93,7 +93,8 @@ def main() -> None:
                 print(f"[{name}] against the old code's --deep: "
                       f"{100 * (med['deep with stats'] / med['deep, old code'] - 1):+.0f} % wall, "
                       f"{100 * (cpu['deep with stats'] / cpu['deep, old code'] - 1):+.0f} % CPU")
-        print("note: timings on a shared machine are noisy; the modes alternate and the ratios of medians are the figure")
+        print("note: timings on a shared machine are noisy; the modes alternate and the ratios of medians are the "
+              "figure")
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

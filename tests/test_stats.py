@@ -209,6 +209,23 @@ def test_g010_quantile_off_rank(v3):
     assert found and "q50[0]" in found[0].message and "rank" in found[0].message
 
 
+def test_g010_compares_a_file_in_slices_of_episodes_with_the_same_findings(v3, monkeypatch):
+    """The comparison looks stored statistics up a slice of episodes at a time (bounded memory): slices of one
+    episode give exactly the findings of one slice for the whole file, on several episodes and features."""
+    from lerobot_tools.checks.stats import deep as stats_deep
+
+    _set_v3(v3, 0, "stats/action/std", lambda v: [0.0] + v[1:])
+    _set_v3(v3, 2, "stats/observation.state/mean", lambda v: [v[0] + 100.0] + v[1:])
+    _set_v3(v3, 3, "stats/action/max", lambda v: v[:-1] + [v[-1] + 50.0])
+    whole = _findings(_report(v3, deep=True), "G010")
+    monkeypatch.setattr(stats_deep, "LOOKUP_EPISODES", 1)
+    sliced = _findings(_report(v3, deep=True), "G010")
+    text = "\n".join(f.message for f in whole)
+    for e, what in ((0, "'action' std[0]"), (2, "'observation.state' mean[0]"), (3, "'action' max[")):
+        assert f"episode {e}: {what}" in text
+    assert sorted(f.message for f in sliced) == sorted(f.message for f in whole)
+
+
 def test_g010_sample_std_and_float32_rounding_are_accepted(v21):
     (v21 / "meta/stats.json").unlink()  # lerobot 0.3 writes no stats.json for v2.1
 

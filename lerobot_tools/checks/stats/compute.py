@@ -184,16 +184,24 @@ def _wide_runs(work: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[
 
 
 _SCRATCH = threading.local()
+#: feature shapes whose scratch buffers :func:`_scratch` keeps (each at most 2 x :data:`SPAN_BYTES`)
+SCRATCH_KEYS = 8
 
 
 def _scratch(rows: int, d: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Two ``(rows, d)`` buffers of ``dtype``, kept per thread and reused from one record batch to the next (a
-    fresh multi-megabyte array costs a page fault per 4 KiB on first touch)."""
+    """Two ``(rows, d)`` buffers of ``dtype``, kept per thread and per ``(d, dtype)`` (a batch holds several
+    features) and reused from one record batch to the next: a fresh multi-megabyte array costs a page fault per
+    4 KiB on first touch. At most :data:`SCRATCH_KEYS` shapes are kept."""
     key = (d, np.dtype(dtype).str)
-    bufs = getattr(_SCRATCH, "bufs", None)
-    if bufs is None or bufs[0] != key or len(bufs[1]) < rows:
-        bufs = _SCRATCH.bufs = (key, np.empty((rows, d), dtype=dtype), np.empty((rows, d), dtype=dtype))
-    return bufs[1][:rows], bufs[2][:rows]
+    cache = getattr(_SCRATCH, "bufs", None)
+    if cache is None:
+        cache = _SCRATCH.bufs = {}
+    bufs = cache.get(key)
+    if bufs is None or len(bufs[0]) < rows:
+        if key not in cache and len(cache) >= SCRATCH_KEYS:
+            cache.pop(next(iter(cache)))
+        bufs = cache[key] = (np.empty((rows, d), dtype=dtype), np.empty((rows, d), dtype=dtype))
+    return bufs[0][:rows], bufs[1][:rows]
 
 
 def _pairwise_sum(a: np.ndarray) -> np.ndarray:

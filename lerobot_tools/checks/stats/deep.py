@@ -33,6 +33,8 @@ BATCH_BYTES = 8 * 2**20
 #: stored quantiles are verified on every k-th episode (metadata order), k chosen so that at most this many
 #: values are compared (each against 10 thresholds); min/max/mean/std are always verified on every episode
 QUANTILE_BUDGET_VALUES = 4 * 2**20
+#: episodes whose stored statistics are looked up and compared at a time (bounds the stats blocks held)
+LOOKUP_EPISODES = 1024
 
 
 # ---------------------------------------------------------------------- the request and the result
@@ -256,62 +258,74 @@ class StatsComparison:
             self.split.update(eps[dup].tolist())
         all_eps = sorted({int(e) for a in fs.features.values() for e in a["episodes"].tolist()})
         self.seen.update(all_eps)
-        found = self.blocks.lookup(all_eps) if self.blocks is not None else {}
-        bad: dict[int, dict[str, list[Disagreement]]] = {}
         for name, a in fs.features.items():
-            if name not in self.columns:
-                continue
-            storage = self.columns[name][1]
-            eps, cnt, mean, m2, mn, mx = a["episodes"], a["n"], a["mean"], a["m2"], a["min"], a["max"]
-            if not len(eps):
-                continue
-            tot = merge_arrays(cnt, mean, m2, mn, mx)
-            if name in self.totals:
-                self.totals[name].merge(tot)
-            else:
-                self.totals[name] = tot
-            dims = mean.shape[1]
-            sel, stored = self._stored_rows(name, eps, found, dims)
-            if not len(sel):
-                continue
-            ok = screen(stored, cnt[sel], mean[sel], m2[sel], mn[sel], mx[sel], storage)
-            need = set(sel[~ok].tolist())
-            chosen = set(sel.tolist())
-            row_of = None
-            for key, q in fs.quantiles.items():
-                e_txt, _, feature = key.partition("/")
-                if feature != name:
+            if name in self.columns and len(a["episodes"]):
+                tot = merge_arrays(a["n"], a["mean"], a["m2"], a["min"], a["max"])
+                if name in self.totals:
+                    self.totals[name].merge(tot)
+                else:
+                    self.totals[name] = tot
+        if self.blocks is None:
+            return
+        bad: dict[int, dict[str, list[Disagreement]]] = {}
+        sources: dict[int, str | None] = {}
+        for lo in range(0, len(all_eps), LOOKUP_EPISODES):  # a few stats blocks alive at a time, not the file's all
+            part = all_eps[lo:lo + LOOKUP_EPISODES]
+            found = self.blocks.lookup(part)
+            for name, a in fs.features.items():
+                if name not in self.columns:
                     continue
-                if row_of is None:
-                    row_of = {int(e): j for j, e in enumerate(eps.tolist())}
-                j = row_of.get(int(e_txt))
-                if j is None or j not in chosen:
-                    continue
-                self.quantile_episodes.add(int(eps[j]))
-                block, r = found[int(eps[j])]
-                qs = [x for x in st.QUANTILES if x in block.features[name] and block.features[name][x].ok[r]]
-                p = np.array([st.QUANTILES[x] for x in qs])[:, None]
-                n = int(cnt[j])
-                if len(qs) == len(q[0]) and (np.any(q[0] > np.ceil(p * n)) or np.any(q[1] < np.floor(p * n))):
-                    need.add(j)
-            for j in sorted(need):
-                e = int(eps[j])
-                block, r = found[e]
-                cols = block.features[name]
-                entry = {s: c.values[r] for s, c in cols.items() if c.ok[r]}
-                m = Moments(int(cnt[j]), mean[j], m2[j], mn[j], mx[j])
-                q = fs.quantiles.get(f"{e}/{name}")
-                ranks = None
-                if q is not None:
-                    qs = [x for x in st.QUANTILES if x in entry and entry[x].size == dims]
-                    if len(qs) == len(q[0]):
-                        ranks = {x: (q[0][k], q[1][k], m.n) for k, x in enumerate(qs)}
-                d = compare(entry, m, storage, quantile_ranks=ranks)
-                if d:
-                    bad.setdefault(e, {})[name] = d
+                rows = np.flatnonzero((a["episodes"] >= part[0]) & (a["episodes"] <= part[-1]))
+                if len(rows):
+                    self._compare(name, {k: v[rows] for k, v in a.items()}, fs, found, bad, sources)
         for e, per in bad.items():
-            self.results.append(EpisodeResult(e, found[e][0].source if e in found else None, per))
+            self.results.append(EpisodeResult(e, sources.get(e), per))
 
+    def _compare(self, name: str, a: dict, fs: FileStats, found: dict, bad: dict, sources: dict) -> None:
+        """Compare the episodes ``a`` (one feature's arrays, as :attr:`FileStats.features`) whose stored entries
+        are in ``found``; add each disagreeing one to ``bad`` and its source file to ``sources``."""
+        storage = self.columns[name][1]
+        eps, cnt, mean, m2, mn, mx = a["episodes"], a["n"], a["mean"], a["m2"], a["min"], a["max"]
+        dims = mean.shape[1]
+        sel, stored = self._stored_rows(name, eps, found, dims)
+        if not len(sel):
+            return
+        ok = screen(stored, cnt[sel], mean[sel], m2[sel], mn[sel], mx[sel], storage)
+        need = set(sel[~ok].tolist())
+        chosen = set(sel.tolist())
+        row_of = None
+        for key, q in fs.quantiles.items():
+            e_txt, _, feature = key.partition("/")
+            if feature != name:
+                continue
+            if row_of is None:
+                row_of = {int(e): j for j, e in enumerate(eps.tolist())}
+            j = row_of.get(int(e_txt))
+            if j is None or j not in chosen:
+                continue
+            self.quantile_episodes.add(int(eps[j]))
+            block, r = found[int(eps[j])]
+            qs = [x for x in st.QUANTILES if x in block.features[name] and block.features[name][x].ok[r]]
+            p = np.array([st.QUANTILES[x] for x in qs])[:, None]
+            n = int(cnt[j])
+            if len(qs) == len(q[0]) and (np.any(q[0] > np.ceil(p * n)) or np.any(q[1] < np.floor(p * n))):
+                need.add(j)
+        for j in sorted(need):
+            e = int(eps[j])
+            block, r = found[e]
+            cols = block.features[name]
+            entry = {s: c.values[r] for s, c in cols.items() if c.ok[r]}
+            m = Moments(int(cnt[j]), mean[j], m2[j], mn[j], mx[j])
+            q = fs.quantiles.get(f"{e}/{name}")
+            ranks = None
+            if q is not None:
+                qs = [x for x in st.QUANTILES if x in entry and entry[x].size == dims]
+                if len(qs) == len(q[0]):
+                    ranks = {x: (q[0][k], q[1][k], m.n) for k, x in enumerate(qs)}
+            d = compare(entry, m, storage, quantile_ranks=ranks)
+            if d:
+                bad.setdefault(e, {})[name] = d
+                sources[e] = block.source
 
     def _stored_rows(self, name: str, eps: np.ndarray, found: dict, dims: int) -> tuple[np.ndarray, dict]:
         """The rows of ``eps`` to compare for feature ``name`` (stored statistics found, not skipped, not split) and
