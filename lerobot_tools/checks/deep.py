@@ -193,8 +193,9 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     return scan
 
 
-#: threads decoding record batches ahead of the statistics pass (pyarrow decodes without the GIL)
-DECODE_THREADS = 4
+#: threads decoding record batches ahead of the statistics pass (pyarrow decodes without the GIL); None: one CPU
+#: fewer than the machine has, at most 4 (the calling thread reduces the batches on the remaining one)
+DECODE_THREADS: int | None = None
 
 
 def _decode_ahead(path, pf, cols: list[str], batch_rows: int):
@@ -202,11 +203,11 @@ def _decode_ahead(path, pf, cols: list[str], batch_rows: int):
 
     Decoding the numeric columns of a list type is most of the statistics pass's cost (pyarrow turns every
     value's repetition/definition levels into list offsets), so consecutive row groups are grouped into batches
-    of about ``batch_rows`` rows, and up to :data:`DECODE_THREADS` (at most the CPU count) of them are decoded at
-    once, each by its own reader sharing the parsed footer; at most that many batches are held beyond the
-    caller's. A file with a row group of more than ``2 * batch_rows`` rows is streamed by one read-ahead thread
-    instead (decoding a whole large row group at once would not keep memory bounded). The caller must close the
-    returned generator (it joins the threads).
+    of about ``batch_rows`` rows, and up to :data:`DECODE_THREADS` of them are decoded at once, each by its own
+    reader sharing the parsed footer; at most that many batches are held beyond the caller's. With one thread (a
+    2-core machine, where the other core reduces the batches) or a row group of more than ``2 * batch_rows`` rows
+    (decoding a whole large row group at once would not keep memory bounded) the file is streamed by one
+    read-ahead thread instead. The caller must close the returned generator (it joins the threads).
     """
     import os
 
@@ -214,8 +215,8 @@ def _decode_ahead(path, pf, cols: list[str], batch_rows: int):
 
     md = pf.metadata
     sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
-    threads = max(1, min(DECODE_THREADS, os.cpu_count() or 1))
-    if threads == 1 or len(sizes) < 2 or max(sizes) > 2 * batch_rows:
+    threads = DECODE_THREADS if DECODE_THREADS is not None else min(4, (os.cpu_count() or 1) - 1)
+    if threads <= 1 or len(sizes) < 2 or max(sizes) > 2 * batch_rows:
         return read_ahead(pf.iter_batches(batch_size=batch_rows, columns=cols), name="lrtool-deep-read")
     groups: list[tuple[list[int], int]] = []
     cur: list[int] = []
