@@ -1,0 +1,230 @@
+"""Tolerances that tests/test_boundaries.py does not cover, each placed just inside (passes) and just outside (fails):
+
+* F009: the stream frame rate against ``info.json`` ``fps`` (relative tolerance
+  :data:`lerobot_tools.video.compare.FPS_TOLERANCE`);
+* F010: the half-frame slack of a v3.0 episode's video segment (past the end of the file, length against
+  ``length / fps``, the first segment's start, back-to-back segments), the frame-grid test of ``from_timestamp``
+  against ``--tolerance-s``, and the v2.x episode length against the file's duration;
+* the loaders' decoder ``tolerance_s`` (``FrameDataset`` and ``lrtool smoke --tolerance-s``).
+
+Datasets are real: :mod:`lerobot_tools.testing.synth` writes parquet and h264 mp4 (ffmpeg), then one number in the
+metadata is moved to either side of the boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from lerobot_tools.cli import cli
+from lerobot_tools.testing.synth import SynthSpec, build_dataset
+from lerobot_tools.video.probe import probe_video
+
+pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="system ffmpeg not installed")
+
+KEY = "observation.images.front"
+EPS = 1e-3  # seconds either side of a half-frame boundary (0.05 s at 10 fps): far above float noise
+
+
+def findings(*args: str) -> list[dict]:
+    """Every finding of ``lrtool validate ARGS --format json``."""
+    r = CliRunner().invoke(cli, ["validate", *map(str, args), "--format", "json"])
+    assert r.exit_code in (0, 1), r.output
+    return [f for d in json.loads(r.stdout)["datasets"] for f in d["findings"]]
+
+
+def of(check: str, found: list[dict]) -> list[str]:
+    return [f["message"] for f in found if f["check"] == check]
+
+
+@pytest.fixture(scope="module")
+def v30(tmp_path_factory) -> Path:
+    """v3.0, 10 fps, episodes of 20 and 15 frames in one video file: segments [0, 2.0] and [2.0, 3.5]."""
+    root = tmp_path_factory.mktemp("v30") / "ds"
+    return build_dataset(root, SynthSpec(episode_lengths=(20, 15), state_dim=2, action_dim=2))
+
+
+def _copy(src: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "ds"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _set_segments(root: Path, segments: list[tuple[float, float]]) -> None:
+    """Rewrite the v3.0 episode metadata's (from_timestamp, to_timestamp) of KEY, one pair per episode."""
+    f = next((root / "meta/episodes").rglob("*.parquet"))
+    t = pq.read_table(f)
+    for side, values in (("from", [s[0] for s in segments]), ("to", [s[1] for s in segments])):
+        name = f"videos/{KEY}/{side}_timestamp"
+        i = t.column_names.index(name)
+        t = t.set_column(i, t.schema.field(i), pa.array(values, t.schema.field(i).type))
+    pq.write_table(t, f)
+
+
+def _duration(root: Path) -> float:
+    mp4 = next((root / "videos").rglob("*.mp4"))
+    d = probe_video(mp4, pyav=True).duration_s
+    assert d is not None and abs(d - 3.5) < 0.05, d
+    return d
+
+
+def _f010(root: Path, *extra: str) -> dict[int, str]:
+    """episode -> F010 message."""
+    out = {}
+    for f in findings(root, *extra):
+        if f["check"] == "F010":
+            out[int(f["message"].split()[1])] = f["message"]
+    return out
+
+
+def test_the_unchanged_dataset_has_no_f009_or_f010(v30):
+    found = findings(v30, "--all-videos")
+    assert not of("F009", found) and not of("F010", found), found
+
+
+# ------------------------------------------------------------------------------------------------------ F010
+def test_f010_to_timestamp_half_a_frame_past_the_end_of_the_video(v30, tmp_path):
+    root = _copy(v30, tmp_path)
+    dur = _duration(root)
+    half = 0.5 / 10
+    # ep 1 ends past the file by less than half a frame: readable (lerobot's frame lookup rounds to the last frame)
+    _set_segments(root, [(0.0, 2.0), (2.0, dur + half - EPS)])
+    assert _f010(root) == {}
+    _set_segments(root, [(0.0, 2.0), (2.0, dur + half + EPS)])
+    got = _f010(root)
+    assert list(got) == [1] and "past the end of the video" in got[1], got
+
+
+def test_f010_segment_length_against_length_over_fps(v30, tmp_path):
+    root = _copy(v30, tmp_path)
+    _set_segments(root, [(0.0, 2.0), (2.0, 3.5 - 0.05 + EPS)])  # 15 frames = 1.5 s; 1.451 s is inside half a frame
+    assert _f010(root) == {}
+    _set_segments(root, [(0.0, 2.0), (2.0, 3.5 - 0.05 - EPS)])
+    got = _f010(root)
+    assert list(got) == [1] and "segment lasts 1.4490 s but the episode has 15 frames" in got[1], got
+
+
+def test_f010_first_segment_starts_at_half_a_frame(v30, tmp_path):
+    """The first episode may start up to half a frame after 0 (lengths kept within slack; grid test off)."""
+    root = _copy(v30, tmp_path)
+    for s, bad in ((0.05 - EPS, False), (0.05 + EPS, True)):
+        _set_segments(root, [(s, 2.0 + s / 2), (2.0 + s / 2, 3.5)])
+        got = _f010(root, "--tolerance-s", "1")
+        if bad:
+            assert list(got) == [0] and "the first episode in the file starts at" in got[0], got
+        else:
+            assert got == {}, (s, got)
+
+
+def test_f010_segments_back_to_back_within_half_a_frame(v30, tmp_path):
+    """A gap between episode 0's end and episode 1's start: at most half a frame (each length within slack)."""
+    root = _copy(v30, tmp_path)
+    for gap, bad in ((0.05 - EPS, False), (0.05 + EPS, True)):
+        _set_segments(root, [(0.0, 2.0 - gap / 2), (2.0 + gap / 2, 3.5)])
+        got = _f010(root, "--tolerance-s", "1")
+        if bad:
+            assert list(got) == [1] and "does not follow the previous episode's to_timestamp" in got[1], got
+        else:
+            assert got == {}, (gap, got)
+
+
+def test_f010_from_timestamp_on_the_frame_grid_within_tolerance_s(v30, tmp_path):
+    root = _copy(v30, tmp_path)
+    off = 0.01  # episode 1 starts 10 ms after a frame boundary: every query of it misses its frame by 10 ms
+    _set_segments(root, [(0.0, 2.0), (2.0 + off, 3.5)])
+    err = abs((2.0 + off) * 10 - round((2.0 + off) * 10)) / 10
+    got = _f010(root)  # default tolerance 1e-4
+    assert list(got) == [1] and "off the 1/10 s frame grid" in got[1], got
+    assert _f010(root, "--tolerance-s", repr(err * (1 + 1e-6))) == {}
+    got = _f010(root, "--tolerance-s", repr(err * (1 - 1e-6)))
+    assert list(got) == [1] and "off the 1/10 s frame grid" in got[1], got
+
+
+def test_f010_v2_episode_length_against_the_video_duration(tmp_path):
+    """v2.x: one file per episode; its length / fps may exceed the file's duration by at most half a frame."""
+    root = build_dataset(tmp_path / "ds", SynthSpec(version="v2.1", episode_lengths=(20, 15), state_dim=2,
+                                                   action_dim=2))
+    ep_file = root / "meta/episodes.jsonl"
+    rows = [json.loads(x) for x in ep_file.read_text().splitlines()]
+    mp4 = root / f"videos/chunk-000/{KEY}/episode_000000.mp4"
+    dur = probe_video(mp4, pyav=True).duration_s
+    assert dur is not None and abs(dur - 2.0) < 1e-6, dur
+
+    def with_length(n: int) -> dict[int, str]:
+        rows[0]["length"] = n
+        ep_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return _f010(root)
+
+    assert with_length(20) == {}  # 2.0 s <= 2.0 s + 0.05 s
+    got = with_length(21)  # 2.1 s > 2.05 s
+    assert list(got) == [0] and "has 21 frames (2.100 s) but its" in got[0], got
+
+
+# ------------------------------------------------------------------------------------------------------ F009
+def test_f009_stream_fps_against_info_fps_relative_tolerance(tmp_path):
+    """The stream runs at 100 fps; info.json fps 101 is 0.99 % away (inside 1 %), 99 is 1.01 % away (outside)."""
+    root = build_dataset(tmp_path / "ds", SynthSpec(episode_lengths=(12,), fps=100, state_dim=2, action_dim=2))
+    info_path = root / "meta/info.json"
+    info = json.loads(info_path.read_text())
+
+    def with_fps(fps: int) -> list[str]:
+        info["fps"] = fps
+        info_path.write_text(json.dumps(info, indent=4))
+        return [m for m in of("F009", findings(root)) if "frame rate" in m]
+
+    assert with_fps(100) == []
+    assert with_fps(101) == []
+    got = with_fps(99)
+    assert got == [f"{KEY}: frame rate is 100.000 but info.json fps is 99"], got
+    got = with_fps(102)  # 1.96 % of 102
+    assert got == [f"{KEY}: frame rate is 100.000 but info.json fps is 102"], got
+
+
+# ------------------------------------------------------------------------------------------- decoder tolerance_s
+@pytest.fixture(scope="module")
+def shifted_v21(tmp_path_factory) -> tuple[Path, float, float]:
+    """v2.1 with every timestamp of episode 1 3 ms late (float32); returns (root, smallest, largest) query error."""
+    root = tmp_path_factory.mktemp("shift") / "ds"
+    build_dataset(root, SynthSpec(version="v2.1", episode_lengths=(6, 5), state_dim=2, action_dim=2))
+    f = root / "data/chunk-000/episode_000001.parquet"
+    t = pq.read_table(f)
+    i = t.column_names.index("timestamp")
+    ts = t.column(i).to_numpy().astype(np.float32) + np.float32(0.003)
+    t = t.set_column(i, t.schema.field(i), pa.array(ts, pa.float32()))
+    pq.write_table(t, f)
+    err = np.abs(ts.astype(np.float64) - np.arange(len(ts)) / 10)
+    return root, float(err.min()), float(err.max())
+
+
+def test_frame_dataset_tolerance_s_boundary(shifted_v21, tmp_path):
+    from lerobot_tools.loaders import FrameDataset
+    from lerobot_tools.loaders.video import FrameTimestampError
+
+    root, lo, hi = shifted_v21
+    assert 0.0029 < lo <= hi < 0.0031 and hi - lo < 1e-6
+    first = 6  # episode 1, frame 0
+    ok = FrameDataset(root, cache_dir=tmp_path / "c", tolerance_s=hi + 1e-7)
+    for k in range(first, first + 5):
+        ok[k]  # every frame of episode 1 is within the tolerance
+    tight = FrameDataset(root, cache_dir=tmp_path / "c", tolerance_s=lo - 1e-7)
+    assert tight[first - 1]["frame_index"].item() == 5  # episode 0 is untouched
+    for k in range(first, first + 5):
+        with pytest.raises(FrameTimestampError, match="no frame within tolerance_s"):
+            tight[k]
+
+
+def test_smoke_tolerance_s_boundary(shifted_v21, tmp_path):
+    root, lo, hi = shifted_v21
+    base = ["smoke", str(root), "--loader", "map", "-n", "3", "-b", "4", "-w", "0", "--format", "json",
+            "--cache-dir", str(tmp_path / "c")]
+    r = CliRunner().invoke(cli, [*base, "--tolerance-s", repr(hi + 1e-7)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, [*base, "--tolerance-s", repr(lo - 1e-7)])
+    assert r.exit_code != 0 and "no frame within tolerance_s" in r.output, r.output
