@@ -63,5 +63,5 @@ def test_diagnose_decode_reports_a_png_named_mp4_as_an_error(ds, mode):
     root, rel = ds
     res = CliRunner().invoke(cli, ["diagnose-decode", str(root), "--frames", "0", "--format", "json", *mode])
     assert res.exit_code == 1, res.output
-    assert "not a video" in res.output and "png" not in json.dumps(json.loads(res.output).get("datasets", [{}])[0]
-                                                                      .get("groups", [])).lower()
+    (dd,) = json.loads(res.output)["datasets"]
+    assert "not a video" in res.output and "png" not in json.dumps(dd["groups"]).lower(), dd
