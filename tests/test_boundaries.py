@@ -68,3 +68,36 @@ def test_r002_row_group_mb_boundary(tmp_path):
     assert "R002" not in checks(str(root), "--row-group-mb", repr(inside))
     found = checks(str(root), "--row-group-mb", repr(outside))
     assert found.get("R002") and found["R002"][0].startswith("1 row group(s) above"), found
+
+
+def test_i005_plausible_fps_upper_bound(tmp_path):
+    """fps up to MAX_FPS (100000) is a frame rate; one more is not (a corrupted or mistyped value)."""
+    root = no_video(tmp_path / "ds", episode_lengths=(5, 4))
+    info_path = root / "meta/info.json"
+    info = json.loads(info_path.read_text())
+    info["fps"] = 100_000
+    info_path.write_text(json.dumps(info, indent=4))
+    assert "I005" not in checks(str(root))
+    info["fps"] = 100_001
+    info_path.write_text(json.dumps(info, indent=4))
+    assert checks(str(root)).get("I005") == [
+        "fps 100001 is not a plausible frame rate (more than 100000 frames per second)"]
+
+
+def test_g008_relative_tolerance_boundary(tmp_path):
+    """meta/stats.json max[0] of ``action`` moved by 0.9x / 1.1x the G008 tolerance (1e-4 of the dimension's
+    magnitude max(|min|, |max|) of the per-episode aggregate): the first is rounding, the second is stale."""
+    root = no_video(tmp_path / "ds")
+    path = root / "meta/stats.json"
+    stats = json.loads(path.read_text())
+    assert "G008" not in checks(str(root))
+    a = stats["action"]
+    tol = 1e-4 * max(abs(a["min"][0]), abs(a["max"][0])) + 1e-12
+    original = a["max"][0]
+    for factor, stale in ((0.9, False), (1.1, True), (-0.9, False), (-1.1, True)):
+        a["max"][0] = original + factor * tol
+        path.write_text(json.dumps(stats, indent=4))
+        found = checks(str(root))
+        assert ("G008" in found) == stale, (factor, found)
+        if stale:
+            assert len(found["G008"]) == 1 and "'action'" in found["G008"][0] and "max[0]" in found["G008"][0], found
