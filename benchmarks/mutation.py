@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 MODULES: dict[str, tuple[str, list[str]]] = {
     "reshard-verify": ("lerobot_tools/reshard/verify.py", [
         "tests/test_verifiers.py", "-k", "reshard or verification or oversize or compression or values_nan",
-        "tests/test_reshard.py"]),
+        "tests/test_bite_reshard_verify.py", "tests/test_reshard.py"]),
     "repair-parquet": ("lerobot_tools/repair/parquet.py", [
         "tests/test_verifiers.py", "-k", "repair or tasks", "tests/test_repair.py"]),
     "repair-backup": ("lerobot_tools/repair/backup.py", [
