@@ -2,9 +2,10 @@
 
 * F009: the stream frame rate against ``info.json`` ``fps`` (relative tolerance
   :data:`lerobot_tools.video.compare.FPS_TOLERANCE`);
-* F010: the half-frame slack of a v3.0 episode's video segment (past the end of the file, length against
-  ``length / fps``, the first segment's start, back-to-back segments), the frame-grid test of ``from_timestamp``
-  against ``--tolerance-s``, and the v2.x episode length against the file's duration;
+* F010 / F012: a v3.0 episode's segment duration against ``length / fps`` (half a frame: exact; up to one frame
+  plus ``tolerance_s``: F012 warning; beyond: F010), its last frame query against the frames in the file, the
+  first segment's start and overlapping or skipped frames between segments (frame rounding, half a frame), the
+  frame-grid test of ``from_timestamp`` against ``--tolerance-s``, and the v2.x episode length against its file;
 * the loaders' decoder ``tolerance_s`` (``FrameDataset`` and ``lrtool smoke --tolerance-s``).
 
 Datasets are real: :mod:`lerobot_tools.testing.synth` writes parquet and h264 mp4 (ffmpeg), then one number in the
@@ -25,7 +26,6 @@ from click.testing import CliRunner
 
 from lerobot_tools.cli import cli
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
-from lerobot_tools.video.probe import probe_video
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="system ffmpeg not installed")
 
@@ -68,13 +68,6 @@ def _set_segments(root: Path, segments: list[tuple[float, float]]) -> None:
     pq.write_table(t, f)
 
 
-def _duration(root: Path) -> float:
-    mp4 = next((root / "videos").rglob("*.mp4"))
-    d = probe_video(mp4, pyav=True).duration_s
-    assert d is not None and abs(d - 3.5) < 0.05, d
-    return d
-
-
 def _f010(root: Path, *extra: str) -> dict[int, str]:
     """episode -> F010 message."""
     out = {}
@@ -90,49 +83,84 @@ def test_the_unchanged_dataset_has_no_f009_or_f010(v30):
 
 
 # ------------------------------------------------------------------------------------------------------ F010
-def test_f010_to_timestamp_half_a_frame_past_the_end_of_the_video(v30, tmp_path):
+def _set_length(root: Path, episode: int, length: int) -> None:
+    f = next((root / "meta/episodes").rglob("*.parquet"))
+    t = pq.read_table(f)
+    i = t.column_names.index("length")
+    v = t.column(i).to_pylist()
+    v[episode] = length
+    t = t.set_column(i, t.schema.field(i), pa.array(v, t.schema.field(i).type))
+    pq.write_table(t, f)
+
+
+def _f012(root: Path, *extra: str) -> dict[int, str]:
+    return {int(f["message"].split()[1]): f["message"] for f in findings(root, *extra) if f["check"] == "F012"}
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_f010_f012_segment_duration_against_length_over_fps(v30, tmp_path, sign):
+    """Episode 1 (15 frames = 1.5 s): a segment within half a frame of 1.5 s is exact, up to one frame (+ tolerance_s)
+    off is a writer convention (F012 warning), beyond that an error (F010)."""
     root = _copy(v30, tmp_path)
-    dur = _duration(root)
-    half = 0.5 / 10
-    # ep 1 ends past the file by less than half a frame: readable (lerobot's frame lookup rounds to the last frame)
-    _set_segments(root, [(0.0, 2.0), (2.0, dur + half - EPS)])
-    assert _f010(root) == {}
-    _set_segments(root, [(0.0, 2.0), (2.0, dur + half + EPS)])
-    got = _f010(root)
-    assert list(got) == [1] and "past the end of the video" in got[1], got
+    tol = 1e-4  # the default --tolerance-s
+
+    def with_d(d: float) -> tuple[dict, dict]:
+        _set_segments(root, [(0.0, 2.0), (2.0, 3.5 + sign * d)])
+        return _f010(root), _f012(root)
+
+    assert with_d(0.05 - EPS) == ({}, {})
+    f010, f012 = with_d(0.05 + EPS)
+    assert f010 == {} and list(f012) == [1] and "frame off length / fps = 1.5000 s" in f012[1], (f010, f012)
+    f010, f012 = with_d(0.1 + tol - 1e-5)
+    assert f010 == {} and list(f012) == [1], (f010, f012)
+    f010, f012 = with_d(0.1 + tol + 1e-5)
+    assert f012 == {} and list(f010) == [1] and "segment lasts" in f010[1] and "has 15 frames" in f010[1], f010
 
 
-def test_f010_segment_length_against_length_over_fps(v30, tmp_path):
+def test_f010_last_frame_query_against_the_frames_in_the_file(v30, tmp_path):
+    """The file holds 35 frames; episode 1 starts at frame 20: 15 frames end on the last one, 16 run past it."""
     root = _copy(v30, tmp_path)
-    _set_segments(root, [(0.0, 2.0), (2.0, 3.5 - 0.05 + EPS)])  # 15 frames = 1.5 s; 1.451 s is inside half a frame
+    _set_length(root, 1, 15)
     assert _f010(root) == {}
-    _set_segments(root, [(0.0, 2.0), (2.0, 3.5 - 0.05 - EPS)])
+    _set_length(root, 1, 16)
     got = _f010(root)
-    assert list(got) == [1] and "segment lasts 1.4490 s but the episode has 15 frames" in got[1], got
+    assert list(got) == [1] and "past the last frame of the video (35 frames)" in got[1], got
 
 
-def test_f010_first_segment_starts_at_half_a_frame(v30, tmp_path):
-    """The first episode may start up to half a frame after 0 (lengths kept within slack; grid test off)."""
+def test_f010_first_segment_starts_on_frame_0(v30, tmp_path):
+    """from_timestamp rounds to a frame (grid test off): up to half a frame after 0 is frame 0, beyond is frame 1."""
     root = _copy(v30, tmp_path)
     for s, bad in ((0.05 - EPS, False), (0.05 + EPS, True)):
-        _set_segments(root, [(s, 2.0 + s / 2), (2.0 + s / 2, 3.5)])
+        _set_segments(root, [(s, 2.0), (2.0, 3.5)])
         got = _f010(root, "--tolerance-s", "1")
         if bad:
-            assert list(got) == [0] and "the first episode in the file starts at" in got[0], got
+            assert "the first episode in the file starts at 0.0510 s, not 0" in got.get(0, ""), got
         else:
             assert got == {}, (s, got)
 
 
-def test_f010_segments_back_to_back_within_half_a_frame(v30, tmp_path):
-    """A gap between episode 0's end and episode 1's start: at most half a frame (each length within slack)."""
+def test_f010_overlapping_segments_by_rounding(v30, tmp_path):
+    """Episode 1 starting just after frame 19.5 is frame 20 (no overlap); just before, frame 19: read twice."""
     root = _copy(v30, tmp_path)
-    for gap, bad in ((0.05 - EPS, False), (0.05 + EPS, True)):
-        _set_segments(root, [(0.0, 2.0 - gap / 2), (2.0 + gap / 2, 3.5)])
-        got = _f010(root, "--tolerance-s", "1")
+    _set_segments(root, [(0.0, 2.0), (1.95 + EPS, 3.5)])
+    assert _f010(root, "--tolerance-s", "1") == {}
+    _set_segments(root, [(0.0, 2.0), (1.95 - EPS, 3.5)])
+    got = _f010(root, "--tolerance-s", "1")
+    assert list(got) == [1] and "1 frame(s) are read for both episodes" in got[1], got
+
+
+def test_f010_skipped_frames_between_segments_half_a_frame(v30, tmp_path):
+    """Episode 1 shortened to 14 frames starts at frame 21 (one frame skipped): its from_timestamp may be up to half
+    a frame after episode 0's to_timestamp."""
+    root = _copy(v30, tmp_path)
+    _set_length(root, 1, 14)
+    for b0, bad in ((2.05 + EPS, False), (2.05 - EPS, True)):
+        _set_segments(root, [(0.0, b0), (2.1, 3.5)])
+        got = _f010(root)
         if bad:
-            assert list(got) == [1] and "does not follow the previous episode's to_timestamp" in got[1], got
+            assert list(got) == [1] and "does not follow the previous episode's to_timestamp 2.0490 s" in got[1], got
         else:
-            assert got == {}, (gap, got)
+            assert got == {}, (b0, got)
 
 
 def test_f010_from_timestamp_on_the_frame_grid_within_tolerance_s(v30, tmp_path):
@@ -147,24 +175,21 @@ def test_f010_from_timestamp_on_the_frame_grid_within_tolerance_s(v30, tmp_path)
     assert list(got) == [1] and "off the 1/10 s frame grid" in got[1], got
 
 
-def test_f010_v2_episode_length_against_the_video_duration(tmp_path):
-    """v2.x: one file per episode; its length / fps may exceed the file's duration by at most half a frame."""
+def test_f010_v2_episode_length_against_the_frames_in_its_file(tmp_path):
+    """v2.x: one file per episode; its last frame query (length - 1) must be a frame of the file."""
     root = build_dataset(tmp_path / "ds", SynthSpec(version="v2.1", episode_lengths=(20, 15), state_dim=2,
                                                    action_dim=2))
     ep_file = root / "meta/episodes.jsonl"
     rows = [json.loads(x) for x in ep_file.read_text().splitlines()]
-    mp4 = root / f"videos/chunk-000/{KEY}/episode_000000.mp4"
-    dur = probe_video(mp4, pyav=True).duration_s
-    assert dur is not None and abs(dur - 2.0) < 1e-6, dur
 
     def with_length(n: int) -> dict[int, str]:
         rows[0]["length"] = n
         ep_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
         return _f010(root)
 
-    assert with_length(20) == {}  # 2.0 s <= 2.0 s + 0.05 s
-    got = with_length(21)  # 2.1 s > 2.05 s
-    assert list(got) == [0] and "has 21 frames (2.100 s) but its" in got[0], got
+    assert with_length(20) == {}
+    got = with_length(21)
+    assert list(got) == [0] and "has 21 frames (2.100 s) but its" in got[0] and "holds 20 frames" in got[0], got
 
 
 # ------------------------------------------------------------------------------------------------------ F009
