@@ -248,3 +248,96 @@ def test_content_comparison_with_empty_row_groups(tmp_path):
         in ([2, 0, 1], [2, 1])
     assert _compare_content(a, b, 1) == 3
     assert _compare_content(b, a, 2) == 3
+
+
+@pytest.mark.parametrize("typ", [pa.list_(pa.float64()), pa.large_list(pa.float64()), pa.list_view(pa.float64())])
+def test_lists_with_nulls_in_the_same_rows_and_nan(typ):
+    """Null lists in the same rows and NaN inside: equal (lengths compared with the nulls filled alike); one element
+    more in a row, or a value changed: not equal. ``list_view`` (Arrow >= 16) is compared like ``list``."""
+    nan = float("nan")
+    a = pa.array([[nan, 1.0], None, [3.0]], typ)
+    assert _arrays_equal(a, pa.array([[nan, 1.0], None, [3.0]], typ)) is True
+    assert _arrays_equal(a, pa.array([[nan, 1.0], None, [4.0]], typ)) is False
+    assert _arrays_equal(a, pa.array([[nan], None, [1.0, 3.0]], typ)) is False
+
+
+# ------------------------------------------------------------------------------------------- unreadable pages
+def _corrupt_pages(path: Path, column: str) -> None:
+    """Overwrite the page header of ``column``'s first page in row group 0 (footer intact)."""
+    md = pq.ParquetFile(path).metadata
+    rg = md.row_group(0)
+    col = next(rg.column(c) for c in range(rg.num_columns) if rg.column(c).path_in_schema == column)
+    start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
+    size = col.total_compressed_size
+    data = bytearray(path.read_bytes())
+    for k in range(start, start + min(size, 16)):
+        data[k] = 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_unreadable_pages_of_either_file_are_named(tmp_path):
+    from lerobot_tools.reshard.read import ReadError
+
+    t = pa.table({"episode_index": pa.array([0] * 200, pa.int64()),
+                  "x": pa.array(np.random.default_rng(0).normal(size=200))})
+    good = _write(tmp_path / "good.parquet", t, sizes=(200,))
+    bad = _write(tmp_path / "bad.parquet", t, sizes=(200,), use_dictionary=False)
+    _corrupt_pages(bad, "x")
+    with pytest.raises(ReadError) as exc:
+        _compare_content(good, bad, 64)
+    assert str(exc.value).startswith("cannot read the new file back (verification failed) ("), str(exc.value)
+    with pytest.raises(ReadError) as exc:
+        _compare_content(bad, good, 64)
+    assert str(exc.value).startswith("cannot read the data pages ("), str(exc.value)
+
+
+# ------------------------------------------------------------------------------------------ more layout cases
+def test_equal_ratios_keep_the_first_oversize_group(files):
+    """Two groups over the limit measured at exactly their estimates (ratio 1.0): the first one is reported."""
+    original, t, tmp = files
+    cand = _write(tmp / "new.parquet", t)
+    sizes = _sizes(cand)
+    groups = _groups()
+    for g, s in zip(groups, sizes):
+        g.est_bytes = s
+    with pytest.raises(_Oversize) as exc:
+        verify_rewrite(original, cand, groups, ReshardOptions(row_group_mb=(min(sizes) - 1) / 2**20))
+    assert exc.value.ratio == 1.0 and exc.value.worst == sizes[0], (sizes, exc.value.worst)
+
+
+def test_a_two_row_group_above_the_limit_is_oversize(tmp_path):
+    rows = np.random.default_rng(1).normal(size=(3, 1000)).tolist()
+    t = pa.table({"episode_index": pa.array([0, 1, 1], pa.int64()), "blob": pa.array(rows)})
+    o = _write(tmp_path / "o.parquet", t, sizes=(3,), write_page_index=False)
+    c = _write(tmp_path / "c.parquet", t, sizes=(1, 2), use_dictionary=False)
+    assert min(_sizes(c)) > 1000
+    groups = [PlannedGroup(0, 0, 1, 100), PlannedGroup(1, 1, 2, 100)]
+    with pytest.raises(_Oversize) as exc:
+        verify_rewrite(o, c, groups, ReshardOptions(row_group_mb=1000 / 2**20))
+    assert exc.value.worst == _sizes(c)[1]
+
+
+def test_a_file_without_episode_index_is_checked_without_it(tmp_path):
+    t = pa.table({"frame_index": pa.array([0, 1, 2, 0, 1], pa.int64()), "x": pa.array([1.0, 2.0, 3.0, 4.0, 5.0])})
+    o = _write(tmp_path / "o.parquet", t, sizes=(5,), write_page_index=False)
+    c = _write(tmp_path / "c.parquet", t, sizes=(3, 2))
+    verify_rewrite(o, c, [PlannedGroup(0, 0, 3, 100), PlannedGroup(1, 3, 2, 100)], ReshardOptions())
+
+
+def test_no_statistics_means_no_page_index(files):
+    """Without statistics pyarrow writes the offset index but no column index: that is a missing page index."""
+    original, t, tmp = files
+    cand = _write(tmp / "new.parquet", t, write_statistics=False)
+    col = pq.ParquetFile(cand).metadata.row_group(0).column(0)
+    assert col.has_offset_index and not col.has_column_index
+    assert _refused(original, cand) == "verification failed: row group 0 column episode_index has no page index"
+
+
+def test_a_group_whose_episode_index_is_all_null_is_refused(files):
+    original, t, tmp = files
+    ep = t.column("episode_index").to_pylist()
+    ep[3:7] = [None] * 4
+    cand = _write(tmp / "new.parquet", t.set_column(0, t.schema.field(0), pa.array(ep, pa.int64())))
+    st = pq.ParquetFile(cand).metadata.row_group(1).column(0).statistics
+    assert st is not None and not st.has_min_max
+    assert _refused(original, cand) == "verification failed: row group 1 does not hold exactly episode 1"
