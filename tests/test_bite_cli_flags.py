@@ -207,3 +207,18 @@ def test_slurm_options_shape_the_job_script(tmp_path):
     s = script(tmp_path / "run2", "--slurm-venv-path", "/opt/lrtool-venv/bin/activate")
     assert "source /opt/lrtool-venv/bin/activate" in s.splitlines(), s
     assert "#SBATCH --cpus-per-task=1" in s.splitlines() and "--qos" not in s, s  # the defaults
+
+
+# ------------------------------------------------------------------------------------- --progress elsewhere
+def test_reshard_and_diagnose_decode_progress_bars_only_with_progress(tmp_path):
+    for flag in ("--progress", "--no-progress"):
+        root = tmp_path / flag.strip("-") / "ds"
+        shutil.copytree(FIXTURES / "broken_collapsed_row_group", root)
+        r = CliRunner().invoke(cli, ["reshard", str(root), flag])
+        assert r.exit_code == 0, r.output
+        assert ("reshard:" in r.stderr and "B/s" in r.stderr) == (flag == "--progress"), r.stderr
+        assert (flag == "--progress") or r.stderr == "", r.stderr
+        r = CliRunner().invoke(cli, ["diagnose-decode", str(FIXTURES / "clean_v21"), "--frames", "0", flag])
+        assert r.exit_code == 0, r.output
+        assert ("probe:" in r.stderr and "dataset/s" in r.stderr) == (flag == "--progress"), r.stderr
+        assert (flag == "--progress") or r.stderr == "", r.stderr
