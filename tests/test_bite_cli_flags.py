@@ -1,7 +1,8 @@
 """Documented CLI flags that no other test exercises through the CLI, each asserted on its effect (not only the exit
 status): ``validate --all-videos / --deep`` (every decoder header), ``validate --jobs`` (worker processes),
 ``validate --progress``, ``diagnose-decode --target-fps``, ``prefetch --resolve-requests``,
-``smoke --epoch-max-frames / --batch-size / --batches``, and the ``--slurm-*`` options that shape the job script.
+``smoke --epoch-max-frames / --batch-size / --batches / --pool-size``, ``reshard`` and ``diagnose-decode
+--progress``, and the ``--slurm-*`` options that shape the job script.
 """
 
 from __future__ import annotations
@@ -222,3 +223,33 @@ def test_reshard_and_diagnose_decode_progress_bars_only_with_progress(tmp_path):
         assert r.exit_code == 0, r.output
         assert ("probe:" in r.stderr and "dataset/s" in r.stderr) == (flag == "--progress"), r.stderr
         assert (flag == "--progress") or r.stderr == "", r.stderr
+
+
+@needs_ffmpeg
+def test_smoke_pool_size_reaches_every_stream_it_builds(tmp_path, monkeypatch):
+    """``--pool-size`` is the number of episodes each EpisodeShuffleStream of the run interleaves (the real stream
+    is built; its constructor is wrapped to see the streams the run builds)."""
+    import lerobot_tools.loaders as loaders
+
+    real = loaders.EpisodeShuffleStream
+    built: list = []
+
+    def recording(*a, **kw):
+        s = real(*a, **kw)
+        built.append(s)
+        return s
+
+    monkeypatch.setattr(loaders, "EpisodeShuffleStream", recording)
+
+    def run(*flags) -> list:
+        built.clear()
+        r = invoke("smoke", FIXTURES / "clean_v21", "--loader", "stream", "-n", "2", "-b", "4",
+                   "--cache-dir", tmp_path / "c", "--format", "json", *flags)
+        assert r.exit_code == 0, r.output
+        assert built, "no stream was built"
+        return built[:]
+
+    one = run("--pool-size", "1")
+    assert {s.pool_size for s in one} == {1}, [s.pool_size for s in one]
+    default = run()
+    assert {s.pool_size for s in default} == {8}, [s.pool_size for s in default]
