@@ -174,9 +174,11 @@ def test_a_group_exactly_at_the_limit_or_of_one_row_is_not_oversize(files, tmp_p
     original, t, tmp = files
     cand = _write(tmp / "new.parquet", t)
     verify_rewrite(original, cand, _groups(), ReshardOptions(row_group_mb=max(_sizes(cand)) / 2**20))
-    one = pa.table({"episode_index": pa.array([0, 1, 2], pa.int64()), "blob": pa.array([[0.5] * 1000] * 3)})
+    rows = np.random.default_rng(2).normal(size=(3, 1000)).tolist()
+    one = pa.table({"episode_index": pa.array([0, 1, 2], pa.int64()), "blob": pa.array(rows)})
     o = _write(tmp_path / "o1.parquet", one, sizes=(3,), write_page_index=False)
-    c = _write(tmp_path / "c1.parquet", one, sizes=(1, 1, 1))
+    c = _write(tmp_path / "c1.parquet", one, sizes=(1, 1, 1), use_dictionary=False)
+    assert min(_sizes(c)) > 1000  # every group is above the limit below
     groups = [PlannedGroup(e, e, 1, 1) for e in range(3)]
     verify_rewrite(o, c, groups, ReshardOptions(row_group_mb=1000 / 2**20))  # every group is one row: allowed
 
@@ -217,8 +219,9 @@ def test_arrays_equal(a, b, equal):
 
 @pytest.mark.parametrize("batch_rows", [1, 2, 4, 4096])
 def test_content_comparison_across_batch_seams(tmp_path, batch_rows):
-    """Original and candidate with different row-group boundaries (batches end at other rows): equal content
-    passes at every batch size; one changed value is located to its batch."""
+    """Original and candidate with different row-group boundaries (pyarrow's record batches run across row groups,
+    so both sides are read in batches of ``batch_rows``): equal content passes at every batch size; one changed
+    value is located to its batch."""
     t = pa.table({"episode_index": pa.array([0] * 5 + [1] * 4, pa.int64()),
                   "x": pa.array([0.5, float("nan"), 2.0, 3.0, 4.0, 5.0, None, 7.0, 8.0])})
     a = _write(tmp_path / "a.parquet", t, sizes=(2, 5, 2))
@@ -341,3 +344,15 @@ def test_a_group_whose_episode_index_is_all_null_is_refused(files):
     st = pq.ParquetFile(cand).metadata.row_group(1).column(0).statistics
     assert st is not None and not st.has_min_max
     assert _refused(original, cand) == "verification failed: row group 1 does not hold exactly episode 1"
+
+
+def test_content_comparison_of_different_lengths_with_a_partial_batch(tmp_path):
+    """5 rows against 4 in batches of 3: the original's second batch (2 rows) is compared with the new file's last
+    row, and its remaining row is what makes the lengths differ (not a value)."""
+    t = pa.table({"episode_index": pa.array([0, 0, 1, 1, 1], pa.int64()), "x": pa.array([1.0, 2.0, 3.0, 4.0, 5.0])})
+    a = _write(tmp_path / "a.parquet", t, sizes=(5,))
+    b = _write(tmp_path / "b.parquet", t.slice(0, 4), sizes=(4,))
+    for first, second in ((a, b), (b, a)):
+        with pytest.raises(VerifyError) as exc:
+            _compare_content(first, second, 3)
+        assert str(exc.value) == "verification failed: the files differ in row count after 4 rows"
