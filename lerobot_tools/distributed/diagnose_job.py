@@ -22,8 +22,11 @@ from lerobot_tools.distributed.plan import sizes_by_file, target_from_dict, targ
 
 
 def make_spec(targets: list, options) -> dict[str, Any]:
-    """The plan spec of a diagnose-decode run: resolved targets and :class:`~lerobot_tools.diagnose.DiagnoseOptions`."""
-    return {"targets": [target_to_dict(t) for t in targets], "options": asdict(options)}
+    """The plan spec of a diagnose-decode run: resolved targets (identical entries merged, as
+    :func:`lerobot_tools.diagnose.pipeline.diagnose` merges them) and :class:`~lerobot_tools.diagnose.DiagnoseOptions`."""
+    from lerobot_tools.dataset.targets import merge_identical
+
+    return {"targets": [target_to_dict(t) for t in merge_identical(list(targets))], "options": asdict(options)}
 
 
 def _options(spec: dict):
