@@ -42,3 +42,21 @@ def isolated_hub_env(monkeypatch, tmp_path):
     close_session()  # the shared httpx client re-reads the proxy environment
     yield
     close_session()
+
+
+@pytest.fixture
+def virtual_clock(monkeypatch) -> list[float]:
+    """prefetch's rate-limit clock made virtual: ``sleep(s)`` advances ``now()`` by ``s`` at once. Returns the
+    list of every sleep asked for, in seconds (0 or negative for "no wait")."""
+    from lerobot_tools.prefetch import budget as budget_mod
+
+    sleeps: list[float] = []
+    t = [1000.0]
+
+    def sleep(s: float) -> None:
+        sleeps.append(s)
+        t[0] += max(0.0, s)
+
+    monkeypatch.setattr(budget_mod.SYSTEM_CLOCK, "sleep", sleep)
+    monkeypatch.setattr(budget_mod.SYSTEM_CLOCK, "now", lambda: t[0])
+    return sleeps

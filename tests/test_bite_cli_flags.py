@@ -19,7 +19,6 @@ from click.testing import CliRunner
 
 from lerobot_tools import validate as validate_mod
 from lerobot_tools.cli import cli
-from lerobot_tools.prefetch import budget as budget_mod
 from lerobot_tools.testing.synth import SynthSpec, build_dataset, encode_video, frame_pixels
 from tests.hubserver import HubServer, read_folder
 
@@ -125,18 +124,10 @@ def test_diagnose_decode_target_fps_sets_the_cpu_worker_estimate():
 
 # ------------------------------------------------------------------------------------ prefetch --resolve-requests
 @pytest.mark.usefixtures("isolated_hub_env")
-def test_prefetch_resolve_requests_paces_the_downloads(tmp_path, monkeypatch):
+def test_prefetch_resolve_requests_paces_the_downloads(tmp_path, monkeypatch, virtual_clock):
     """``--resolve-requests 3 --window-s 40``: the repo's files are downloaded at most three per 40 s window (on the
     virtual clock); without the flag nothing waits."""
-    sleeps: list[float] = []
-    t = [1000.0]
-
-    def sleep(s: float) -> None:
-        sleeps.append(s)
-        t[0] += max(0.0, s)
-
-    monkeypatch.setattr(budget_mod.SYSTEM_CLOCK, "sleep", sleep)
-    monkeypatch.setattr(budget_mod.SYSTEM_CLOCK, "now", lambda: t[0])
+    sleeps = virtual_clock
     files = read_folder(FIXTURES / "clean_v21")
     mix = tmp_path / "mixture.txt"
     mix.write_text("org/a\n")

@@ -15,7 +15,6 @@ import pytest
 from click.testing import CliRunner
 
 from lerobot_tools.cli import cli
-from lerobot_tools.prefetch import budget as budget_mod
 from lerobot_tools.prefetch.lock import LockFile
 from tests.hubserver import HubServer, read_folder
 
@@ -70,18 +69,10 @@ def test_prefetch_lock_file_pins_until_update_lock(tmp_path, monkeypatch):
 
 
 @pytest.mark.usefixtures("isolated_hub_env")
-def test_prefetch_api_requests_and_window_s_pace_the_api_calls(tmp_path, monkeypatch):
+def test_prefetch_api_requests_and_window_s_pace_the_api_calls(tmp_path, monkeypatch, virtual_clock):
     """``--api-requests 2 --window-s 50``: three repos need 6 api calls (info + tree each); calls beyond two per
     window wait for it to pass, on the (virtual) clock; without the flags nothing waits."""
-    sleeps: list[float] = []
-    t = [1000.0]
-
-    def sleep(s: float) -> None:
-        sleeps.append(s)
-        t[0] += max(0.0, s)
-
-    monkeypatch.setattr(budget_mod.SYSTEM_CLOCK, "sleep", sleep)
-    monkeypatch.setattr(budget_mod.SYSTEM_CLOCK, "now", lambda: t[0])
+    sleeps = virtual_clock
     mix = tmp_path / "mixture.txt"
     mix.write_text("org/a\norg/b\norg/c\n")
     with HubServer() as srv:
