@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Callable, Iterable, Iterator, TypeVar
 
-from lerobot_tools._signals import init_worker, run_in_worker
+from lerobot_tools._signals import check_interrupted, init_worker, run_in_worker
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -74,6 +74,7 @@ def map_ordered(fn: Callable[[T], R], items: Iterable[T], *, jobs: int = 1, desc
                 try:
                     futures = {pool.submit(run_in_worker, fn, x): i for i, x in enumerate(work)}
                     for fut in as_completed(futures):
+                        check_interrupted()  # a signal whose first exception a finaliser dropped
                         i = futures[fut]
                         try:
                             out[i] = fut.result()
@@ -87,6 +88,7 @@ def map_ordered(fn: Callable[[T], R], items: Iterable[T], *, jobs: int = 1, desc
                     raise
         else:
             for i, x in enumerate(work):
+                check_interrupted()
                 if inline is None:
                     out[i] = fn(x)
                     bar.update(weights[i])

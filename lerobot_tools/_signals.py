@@ -33,23 +33,55 @@ def exit_status_for(exc: BaseException) -> int:
     return exitcodes.TERMINATED if isinstance(exc, Terminated) else exitcodes.INTERRUPTED
 
 
-def _raise_terminated(signum, frame) -> None:
-    raise Terminated()
+#: The signal received while :func:`sigterm_raises` was active (None: none yet).
+_received: int | None = None
+
+
+def _raise_for(signum: int) -> None:
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _on_signal(signum, frame) -> None:
+    global _received
+    _received = signum
+    _raise_for(signum)
+
+
+def received() -> int | None:
+    """The SIGINT/SIGTERM this process received while :func:`sigterm_raises` was active, or None."""
+    return _received
+
+
+def check_interrupted() -> None:
+    """Raise again for a signal already received: Python drops an exception raised while a finaliser
+    (``__del__``, a weakref callback) runs, so the first :class:`KeyboardInterrupt` can be lost; long loops call
+    this between items so the run still stops at the next one.
+
+    Raises:
+        Terminated: SIGTERM was received.
+        KeyboardInterrupt: SIGINT was received.
+    """
+    if _received is not None:
+        _raise_for(_received)
 
 
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
-    """While the block runs, SIGTERM raises :class:`Terminated` in the main thread (the previous handler is
-    restored afterwards). Outside the main thread this does nothing (Python only allows handlers there)."""
+    """While the block runs, SIGTERM raises :class:`Terminated` and SIGINT :class:`KeyboardInterrupt` in the main
+    thread, and either is remembered (:func:`received`, :func:`check_interrupted`); the previous handlers are
+    restored afterwards. Outside the main thread this does nothing (Python only allows handlers there)."""
+    global _received
     try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+        _received = None
+        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 # ---------------------------------------------------------------------------------------------- workers

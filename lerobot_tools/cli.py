@@ -11,6 +11,7 @@ run, 130 = interrupted (Ctrl-C), 143 = terminated (SIGTERM); a signal is handled
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import click
@@ -58,9 +59,14 @@ class LazyGroup(click.Group):
             return self._invoke_safely(ctx, exit_status_for, sigterm_raises)
 
     def _invoke_safely(self, ctx: click.Context, exit_status_for, sigterm_raises):
+        from lerobot_tools._signals import Terminated, received
+
         try:
             with sigterm_raises():
-                return super().invoke(ctx)
+                result = super().invoke(ctx)
+            if received() is not None:  # the signal's exception was dropped (raised inside a finaliser)
+                raise Terminated() if received() == signal.SIGTERM else KeyboardInterrupt()
+            return result
         except KeyboardInterrupt as exc:  # also _signals.Terminated: every cleanup has run on the way here
             status = exit_status_for(exc)
             cmd = self.get_command(ctx, ctx.invoked_subcommand or "") if ctx.invoked_subcommand else None

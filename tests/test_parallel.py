@@ -89,3 +89,40 @@ def test_validate_reports_are_identical_with_one_thread_and_with_the_pool(monkey
     assert pooled == single
     assert sum(len(d["findings"]) for d in single["datasets"]) > 20
 
+
+
+class _SignalInDel:
+    """Sends this process SIGINT from its finaliser: Python drops the KeyboardInterrupt raised there."""
+
+    def __del__(self):
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100):  # a few bytecodes for the handler to run in (still inside __del__)
+            pass
+
+
+def _drop_a_signal(x: int) -> int:
+    if x == 1:
+        obj = _SignalInDel()
+        del obj
+    return x
+
+
+def test_a_signal_whose_exception_a_finaliser_dropped_still_stops_the_run():
+    import pytest as _pytest
+
+    from lerobot_tools._parallel import map_ordered
+    from lerobot_tools._signals import received, sigterm_raises
+
+    ran: list[int] = []
+
+    def fn(x: int) -> int:
+        ran.append(_drop_a_signal(x))
+        return x
+
+    with sigterm_raises(), _pytest.raises(KeyboardInterrupt):
+        map_ordered(fn, [0, 1, 2, 3], jobs=1)
+    assert ran == [0, 1]  # item 1 finished (its KeyboardInterrupt was dropped), item 2 never started
+    assert received() is not None
