@@ -11,7 +11,6 @@ run, 130 = interrupted (Ctrl-C), 143 = terminated (SIGTERM); a signal is handled
 from __future__ import annotations
 
 import importlib
-import signal
 import sys
 
 import click
@@ -59,13 +58,12 @@ class LazyGroup(click.Group):
             return self._invoke_safely(ctx, exit_status_for, sigterm_raises)
 
     def _invoke_safely(self, ctx: click.Context, exit_status_for, sigterm_raises):
-        from lerobot_tools._signals import Terminated, received
+        from lerobot_tools._signals import check_interrupted
 
         try:
             with sigterm_raises():
                 result = super().invoke(ctx)
-            if received() is not None:  # the signal's exception was dropped (raised inside a finaliser)
-                raise Terminated() if received() == signal.SIGTERM else KeyboardInterrupt()
+            check_interrupted()  # a signal whose exception a finaliser dropped still ends the run as interrupted
             return result
         except KeyboardInterrupt as exc:  # also _signals.Terminated: every cleanup has run on the way here
             status = exit_status_for(exc)
