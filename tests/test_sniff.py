@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import glob
 import os
-import pickle
 import socket
 
 import pytest
@@ -139,38 +139,23 @@ def test_directory_symlink_loop_and_fifo_are_unreadable(tmp_path):
     assert s.kind == "unreadable" and "FIFO" in s.detail
 
 
-def _sniff_without_privileges(folder, relpath: str) -> Sniff:
-    """``sniff(folder / relpath)`` as a process that file permissions apply to.
-
-    Root bypasses file permissions, so as root this forks a child that drops to the unprivileged uid/gid 65534
-    ("nobody") and sniffs ``relpath`` relative to ``folder`` (its working directory, so pytest's private
-    ``tmp_path`` ancestors need no search permission); the :class:`Sniff` comes back pickled through a pipe.
-    """
+@contextlib.contextmanager
+def _file_permissions_apply():
+    """Root bypasses file permissions: as root, run the block with the effective uid/gid of the unprivileged
+    user 65534 ("nobody"), then take root back (the saved set-user-ID stays 0). A no-op for other users."""
     if os.geteuid() != 0:
-        return sniff(os.path.join(folder, relpath))
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: never return into pytest
-        code = 1
-        try:
-            os.close(r)
-            os.chdir(folder)
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            os.write(w, pickle.dumps(sniff(relpath)))
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    with os.fdopen(r, "rb") as fh:
-        data = fh.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "sniff raised in the unprivileged child"
-    return pickle.loads(data)
+        yield
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
 
 
-def test_permission_denied(tmp_path):
+def test_permission_denied(tmp_path, monkeypatch):
     """Both places a permission error can come from: ``stat`` (a folder without search permission) and
     ``open`` (a file without read permission in a readable folder)."""
     locked = tmp_path / "locked"
@@ -181,14 +166,19 @@ def test_permission_denied(tmp_path):
     tmp_path.chmod(0o755)
     locked.chmod(0)
     secret.chmod(0)
+    # Relative paths: pytest's private tmp_path ancestors need no search permission for "nobody".
+    monkeypatch.chdir(tmp_path)
     try:
-        behind_locked_folder = _sniff_without_privileges(tmp_path, os.path.join("locked", "a.mp4"))
-        unreadable_file = _sniff_without_privileges(tmp_path, "secret.mp4")
+        with _file_permissions_apply():
+            behind_locked_folder = sniff(os.path.join("locked", "a.mp4"))
+            unreadable_file = sniff("secret.mp4")
     finally:
         locked.chmod(0o755)
         secret.chmod(0o644)
     assert behind_locked_folder == Sniff("unreadable", None, None, "permission denied")
     assert unreadable_file == Sniff("unreadable", None, None, "permission denied")
+    # The permissions, not the content, made them unreadable.
+    assert sniff(secret) == sniff(locked / "a.mp4") == Sniff("ok", 12, "mp4", "MP4 (ISO-BMFF) file, 12 B")
 
 
 def test_sniff_accepts_str_and_pathlike(placeholders):
