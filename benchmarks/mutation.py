@@ -70,7 +70,7 @@ SLOW = ("not sigkill and not sigterm and not kill_ and not workers_stop and not 
         "and not real_writer and not gpu")
 
 #: what is copied into the scratch folder
-COPY = ("lerobot_tools", "tests", "fixtures", "pyproject.toml")
+COPY = ("lerobot_tools", "tests", "fixtures", "docs", "README.md", "pyproject.toml")
 
 
 def _selection(args: list[str], exclude: list[str]) -> list[str]:
@@ -100,7 +100,7 @@ def _selection(args: list[str], exclude: list[str]) -> list[str]:
 
 def _write_config(work: Path, module: str, selection: list[str]) -> None:
     lines = ["[mutmut]", "source_paths = lerobot_tools", f"only_mutate = {module}", "also_copy =",
-             "    fixtures", "pytest_add_cli_args_test_selection ="]
+             "    fixtures", "    docs", "    README.md", "pytest_add_cli_args_test_selection ="]
     lines += [f"    {a}" for a in selection]
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q",
               # a mutant that loops forever is a timeout after 2x its tests' normal time + 10 s (default 15x + 1 s:
