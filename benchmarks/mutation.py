@@ -52,7 +52,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_verifiers.py", "-k", "prefetch or hub", "tests/test_prefetch.py"]),
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
-    "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py"]),
+    "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),
     "checks-files": ("lerobot_tools/checks/files.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
     "checks-counts": ("lerobot_tools/checks/counts.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
     "checks-info": ("lerobot_tools/checks/info.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
