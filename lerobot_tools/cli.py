@@ -62,7 +62,11 @@ class LazyGroup(click.Group):
 
         try:
             with sigterm_raises():
-                result = super().invoke(ctx)
+                try:
+                    result = super().invoke(ctx)
+                except SystemExit:  # commands end with sys.exit(status): the check below must run then too
+                    check_interrupted()
+                    raise
             check_interrupted()  # a signal whose exception a finaliser dropped still ends the run as interrupted
             return result
         except KeyboardInterrupt as exc:  # also _signals.Terminated: every cleanup has run on the way here

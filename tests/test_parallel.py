@@ -126,3 +126,27 @@ def test_a_signal_whose_exception_a_finaliser_dropped_still_stops_the_run():
         map_ordered(fn, [0, 1, 2, 3], jobs=1)
     assert ran == [0, 1]  # item 1 finished (its KeyboardInterrupt was dropped), item 2 never started
     assert received() is not None
+
+
+def test_the_cli_ends_a_command_whose_interrupt_a_finaliser_dropped_with_exit_130(monkeypatch):
+    """The CLI's end-of-command check: a Ctrl-C whose KeyboardInterrupt was dropped inside a finaliser (no work
+    loop left to notice it) still ends `lrtool validate` as interrupted, exit 130 with the one-line note, not 0."""
+    from click.testing import CliRunner
+
+    import lerobot_tools.validate as validate_module
+    from lerobot_tools.cli import cli
+    from lerobot_tools.exitcodes import INTERRUPTED
+
+    real = validate_module.validate
+    calls: list[int] = []
+
+    def validate_then_drop_a_signal(*args, **kwargs):
+        reports = real(*args, **kwargs)
+        calls.append(_drop_a_signal(1))  # after the last work item: only the CLI's final check can see it
+        return reports
+
+    monkeypatch.setattr(validate_module, "validate", validate_then_drop_a_signal)
+    result = CliRunner().invoke(cli, ["validate", str(Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "clean_v21")])
+    assert calls == [1]  # the validate ran to its end: the interrupt was really dropped
+    assert result.exit_code == INTERRUPTED == 130, result.output
+    assert "lrtool: interrupted" in result.output
