@@ -7,9 +7,14 @@ limit (a ``$ref`` to ``/dev/zero`` used to read until memory ran out).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import resource
 import shutil
+import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from lerobot_tools import _io
 from lerobot_tools.cli import cli
 from lerobot_tools.dataset import mixture
 from lerobot_tools.dataset.model import Dataset, read_json
@@ -100,6 +106,354 @@ def test_deep_json_is_one_error_naming_the_file():
             loads_json(text, "meta/info.json", error=DatasetError)
         assert str(exc.value).startswith("meta/info.json:")
     assert loads_json("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH) is not None
+
+
+# ---------------------------------------------------------------------- _io, function by function
+NOT_REGULAR = "not a regular file; lrtool only reads regular files"
+
+
+@contextlib.contextmanager
+def as_nobody():
+    """Run the block as user/group 65534 when root (permission bits do not stop root), then take root back (the
+    saved set-user-ID stays 0). A no-op for other users, whom the permission bits already stop."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+
+
+def test_open_regular_names_each_kind_of_refused_file(tmp_path, alarm):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    kinds = {fifo: "a FIFO", folder: "a folder", Path("/dev/null"): "a device"}
+    for target, kind in list(kinds.items()):  # symlinks are followed: a link is refused as what it points to
+        link = tmp_path / f"link-to-{target.name}"
+        link.symlink_to(target)
+        kinds[link] = kind
+    for path, kind in kinds.items():
+        with pytest.raises(LrtoolError) as exc:
+            _io.open_regular(path)
+        assert type(exc.value) is LrtoolError
+        assert (exc.value.message, exc.value.path) == (f"is {kind}, {NOT_REGULAR}", str(path))
+        with pytest.raises(DatasetError) as exc:
+            _io.open_regular(path, name="meta/info.json", error=DatasetError, limit=None, what="stats")
+        assert str(exc.value) == f"meta/info.json: is {kind}, {NOT_REGULAR}"
+
+
+def test_open_regular_refuses_a_block_device(tmp_path):
+    dev = tmp_path / "loop"
+    try:
+        os.mknod(dev, stat.S_IFBLK | 0o600, os.makedev(7, 0))
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD")
+    with pytest.raises(UsageError) as exc:
+        _io.open_regular(dev, error=UsageError)
+    assert str(exc.value) == f"{dev}: is a device, {NOT_REGULAR}"
+
+
+def test_open_regular_cannot_open_a_socket(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a short relative name: socket paths are limited to 108 bytes
+    with socket.socket(socket.AF_UNIX) as srv:
+        srv.bind("sock")
+        with pytest.raises(OSError) as exc:  # Linux refuses to open() a socket (ENXIO): an OSError, not ``error``
+            _io.open_regular("sock")
+        assert exc.value.errno == errno.ENXIO and not isinstance(exc.value, LrtoolError)
+
+
+def test_kind_names_every_file_type():
+    # sockets cannot be opened at all on Linux and symlinks are followed, so these are only reachable by mode
+    assert [_io._kind(m) for m in (stat.S_IFDIR, stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK,
+                                   stat.S_IFLNK)] == [
+        "a folder", "a FIFO", "a socket", "a device", "a device", "not a regular file"]
+
+
+def test_open_regular_size_cap_is_inclusive_and_reported_in_bytes_or_mib(tmp_path):
+    def sized(name: str, size: int) -> Path:
+        path = tmp_path / name
+        with open(path, "wb") as fh:
+            fh.truncate(size)  # sparse
+        return path
+
+    at = sized("at", 10)
+    with _io.open_regular(at, limit=10) as fh:
+        assert fh.read() == b"\0" * 10
+    with _io.open_regular(sized("huge", 3 * 2**30), limit=None) as fh:
+        assert fh.read(4) == b"\0" * 4
+    cases = [  # (size, limit, keyword arguments, message)
+        (11, 10, {}, "is 0.0 MiB, over the 10 bytes limit for JSON metadata files"),
+        (2**20, 2**20 - 1, {}, "is 1.0 MiB, over the 1048575 bytes limit for JSON metadata files"),
+        (3 * 2**20 + 1, 2**20, {"what": "stats"}, "is 3.0 MiB, over the 1 MiB limit for stats files"),
+        (MAX_JSON_BYTES + 1, None, {}, "is 64.0 MiB, over the 64 MiB limit for JSON metadata files"),
+    ]
+    for size, limit, kwargs, message in cases:
+        path = sized(f"f{size}", size)
+        with pytest.raises(LrtoolError) as exc:
+            if limit is None:
+                _io.open_regular(path, **kwargs)  # the default cap
+            else:
+                _io.open_regular(path, limit=limit, **kwargs)
+        assert type(exc.value) is LrtoolError and (exc.value.message, exc.value.path) == (message, str(path))
+    with pytest.raises(DatasetError) as exc:
+        _io.open_regular(sized("named", 11), limit=10, name="meta/stats.json", error=DatasetError)
+    assert str(exc.value) == "meta/stats.json: is 0.0 MiB, over the 10 bytes limit for JSON metadata files"
+
+
+def test_open_regular_returns_a_blocking_file_at_the_start(tmp_path):
+    path = tmp_path / "f.json"
+    path.write_bytes(b"[1]")
+    with _io.open_regular(path) as fh:
+        assert os.get_blocking(fh.fileno()) and not os.get_inheritable(fh.fileno())
+        assert fh.read() == b"[1]"
+
+
+def test_open_regular_never_makes_a_terminal_the_controlling_terminal(alarm):
+    """A session leader without a controlling terminal that opens a terminal acquires it unless O_NOCTTY is
+    given; a ``$ref`` to a terminal must be refused without that side effect. Checked in a forked child that
+    starts its own session, so the test process's own session is never touched."""
+    master, slave = os.openpty()
+    tty = os.ttyname(slave)
+    os.close(slave)
+    try:
+        with pytest.raises(LrtoolError, match="is a device"):
+            _io.open_regular(tty)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (runs in the child)
+            code = 2
+            try:
+                os.setsid()
+                try:
+                    _io.open_regular(tty)
+                except LrtoolError:
+                    try:
+                        os.close(os.open("/dev/tty", os.O_RDONLY))
+                        code = 1  # the terminal became the child's controlling terminal
+                    except OSError:
+                        code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        os.close(master)
+
+
+def test_read_capped_reads_exactly_up_to_the_limit(tmp_path):
+    path = tmp_path / "f.json"
+    path.write_bytes(b"0123456789")
+    assert _io.read_capped(path, limit=10) == b"0123456789"
+    with pytest.raises(LrtoolError) as exc:
+        _io.read_capped(path, limit=9)
+    assert type(exc.value) is LrtoolError
+    assert str(exc.value) == f"{path}: is 0.0 MiB, over the 9 bytes limit for JSON metadata files"
+    with pytest.raises(DatasetError) as exc:
+        _io.read_capped(path, limit=9, name="meta/stats.json", error=DatasetError, what="stats")
+    assert str(exc.value) == "meta/stats.json: is 0.0 MiB, over the 9 bytes limit for stats files"
+
+
+def test_read_capped_refuses_a_file_longer_than_its_size(tmp_path):
+    """/proc files are regular files that report size 0: the size check passes, the read itself is capped."""
+    status = Path("/proc/self/status")
+    if not status.exists() or status.stat().st_size != 0:
+        pytest.skip("needs Linux /proc")
+    with pytest.raises(LrtoolError) as exc:
+        _io.read_capped(status, limit=64)
+    assert type(exc.value) is LrtoolError
+    assert str(exc.value) == f"{status}: is over the 64 bytes limit for JSON metadata files"
+    with pytest.raises(DatasetError) as exc:
+        _io.read_capped(status, limit=64, name="meta/info.json", error=DatasetError, what="stats")
+    assert str(exc.value) == "meta/info.json: is over the 64 bytes limit for stats files"
+
+
+def test_read_capped_reads_at_most_limit_plus_one_bytes():
+    """/proc/self/pagemap reports size 0 and holds 8 bytes per page of address space (hundreds of GiB): reading
+    it whole would exhaust memory (the address space is capped meanwhile so a regression fails, not the host)."""
+    pagemap = Path("/proc/self/pagemap")
+    if not pagemap.exists() or pagemap.stat().st_size != 0:
+        pytest.skip("needs Linux /proc/self/pagemap")
+    with open("/proc/self/status") as fh:
+        vm_kib = int(next(ln for ln in fh if ln.startswith("VmSize:")).split()[1])
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = vm_kib * 1024 + 2**30
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    try:
+        with pytest.raises(LrtoolError) as exc:
+            _io.read_capped(pagemap, limit=2**20 - 1)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert str(exc.value) == f"{pagemap}: is over the 1048575 bytes limit for JSON metadata files"
+
+
+def test_json_too_deep_counts_arrays_and_objects():
+    for scalar in (1, "x", None, 1.5, True):
+        assert _io.json_too_deep(scalar) is False and _io.json_too_deep(scalar, 0) is False
+    arrays = json.loads("[1, [2, [3]]]")  # 3 levels
+    objects = json.loads('{"a": {"b": {"c": 1}}, "d": 2}')
+    mixed = json.loads('{"a": [{"b": 1}], "c": []}')
+    for doc in (arrays, objects, mixed):
+        assert _io.json_too_deep(doc, 3) is False and _io.json_too_deep(doc, 2) is True
+    assert _io.json_too_deep(json.loads("[" * 100 + "]" * 100)) is False
+    assert _io.json_too_deep(json.loads("[" * 101 + "]" * 101)) is True
+    assert _io.json_too_deep(json.loads('{"a":' * 101 + "1" + "}" * 101)) is True
+
+
+def test_loads_json_messages_name_the_file():
+    def error(text, name=None, **kwargs) -> LrtoolError:
+        with pytest.raises(LrtoolError) as exc:
+            _io.loads_json(text, name, **kwargs)
+        return exc.value
+
+    cases = [
+        ('{"a": }', "is not valid JSON: Expecting value at line 1 column 7"),
+        ('{\n"a": }', "is not valid JSON: Expecting value at line 2 column 6"),
+        (b'"\xff"', "is not UTF-8 text"),
+        ("[" * 101 + "]" * 101, "is JSON nested too deeply (more than 100 levels)"),
+    ]
+    for text, message in cases:
+        exc = error(text)
+        assert type(exc) is LrtoolError and (exc.message, exc.path, str(exc)) == (message, None, message)
+        exc = error(text, "meta/info.json", error=DatasetError)
+        assert type(exc) is DatasetError and str(exc) == f"meta/info.json: {message}"
+    # an integer too long to convert: Python's own message, first line, cut to 120 characters
+    exc = error("1" * 5000, "meta/stats.json", error=UsageError)
+    assert type(exc) is UsageError and exc.path == "meta/stats.json"
+    assert exc.message.startswith("is not valid JSON: Exceeds the limit (4300")
+    assert len(exc.message) == len("is not valid JSON: ") + 120
+    # the depth argument
+    assert _io.loads_json("[[[]]]", depth=3) == [[[]]]
+    exc = error("[[[[]]]]", "m.json", depth=3)
+    assert str(exc) == "m.json: is JSON nested too deeply (more than 3 levels)"
+
+
+def test_load_json_file_messages_name_the_file(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text('{"a": [1, "é"]}', encoding="utf-8")
+    assert _io.load_json_file(good) == {"a": [1, "é"]}
+    with pytest.raises(DatasetError) as exc:
+        _io.load_json_file(good, "meta/info.json", limit=5, error=DatasetError)
+    assert str(exc.value) == "meta/info.json: is 0.0 MiB, over the 5 bytes limit for JSON metadata files"
+    assert _io.load_json_file(good, limit=good.stat().st_size) == {"a": [1, "é"]}
+
+    bad_utf8 = tmp_path / "latin1.json"
+    bad_utf8.write_bytes(b'{"a": "\xe9"}')
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text('{"a": }')
+    for path, message in ((bad_utf8, "is not UTF-8 text"),
+                          (bad_json, "is not valid JSON: Expecting value at line 1 column 7")):
+        with pytest.raises(LrtoolError) as exc:
+            _io.load_json_file(path)
+        assert type(exc.value) is LrtoolError and (exc.value.message, exc.value.path) == (message, str(path))
+        with pytest.raises(DatasetError) as exc:
+            _io.load_json_file(path, "meta/info.json", error=DatasetError)
+        assert str(exc.value) == f"meta/info.json: {message}"
+
+
+def test_read_text_capped(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("héllo", encoding="utf-8")  # 6 bytes
+    assert _io.read_text_capped(path, limit=6) == "héllo"
+    with pytest.raises(LrtoolError) as exc:
+        _io.read_text_capped(path, limit=5)
+    assert type(exc.value) is LrtoolError
+    assert str(exc.value) == f"{path}: is 0.0 MiB, over the 5 bytes limit for JSON metadata files"
+    with pytest.raises(UsageError) as exc:
+        _io.read_text_capped(path, "mix.txt", limit=5, error=UsageError, what="mixture")
+    assert str(exc.value) == "mix.txt: is 0.0 MiB, over the 5 bytes limit for mixture files"
+
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("héllo".encode("latin-1"))
+    with pytest.raises(LrtoolError) as exc:
+        _io.read_text_capped(latin1)
+    assert type(exc.value) is LrtoolError
+    assert (exc.value.message, exc.value.path) == ("is not UTF-8 text", str(latin1))
+    with pytest.raises(UsageError) as exc:
+        _io.read_text_capped(latin1, "mix.txt", error=UsageError)
+    assert str(exc.value) == "mix.txt: is not UTF-8 text"
+
+
+def test_iter_lines_capped(tmp_path):
+    def lines(data: bytes, **kwargs) -> list:
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(data)
+        with open(path, "rb") as fh:
+            return list(_io.iter_lines_capped(fh, **kwargs))
+
+    assert lines(b"") == []
+    assert lines(b"a\nbb\n\nccc") == [(1, b"a\n"), (2, b"bb\n"), (3, b"\n"), (4, b"ccc")]
+    # a line of exactly the cap (its newline not counted), and a last line of exactly the cap without one
+    assert lines(b"abcd\nefgh", line_limit=4) == [(1, b"abcd\n"), (2, b"efgh")]
+    for data, lineno in ((b"ok\nabcde\n", 2), (b"ok\nabcdefghij\nok\n", 2), (b"abcde", 1)):
+        with pytest.raises(LrtoolError) as exc:
+            lines(data, line_limit=4)
+        assert type(exc.value) is LrtoolError
+        assert (exc.value.message, exc.value.path) == (f"line {lineno} is over the 4 bytes limit for one JSON line",
+                                                       None)
+        with pytest.raises(DatasetError) as exc:
+            lines(data, line_limit=4, name="meta/episodes.jsonl", error=DatasetError)
+        assert str(exc.value) == f"meta/episodes.jsonl: line {lineno} is over the 4 bytes limit for one JSON line"
+    with pytest.raises(DatasetError) as exc:
+        lines(b"x" * (2**20 + 1), line_limit=2**20, name="t.jsonl", error=DatasetError)
+    assert str(exc.value) == "t.jsonl: line 1 is over the 1 MiB limit for one JSON line"
+
+
+def test_clean_stale_temps_removes_only_temp_files_outside_git(tmp_path):
+    root = tmp_path / "ds"
+    stale = [root / ".lrtool-tmp-0a1b2c3d-info.json", root / "meta" / ".lrtool-tmp-1-episodes.jsonl",
+             root / "meta" / ".lrtool-tmp-2-tasks.jsonl", root / "data" / "chunk-000" / ".lrtool-tmp-3-x.parquet",
+             root / ".lrtool-tmp-folder" / ".lrtool-tmp-4"]
+    kept = [root / "meta" / "info.json", root / "x.lrtool-tmp-5", root / "meta" / "lrtool-tmp-6",
+            root / ".git" / ".lrtool-tmp-7", root / ".git" / "objects" / ".lrtool-tmp-8",
+            root / "data" / ".git" / ".lrtool-tmp-9", root / ".lrtool-tmp-folder" / "keep.txt",
+            root / ".GIT" / "keep.txt"]
+    for path in stale + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(path.name.encode())
+    (root / ".GIT" / ".lrtool-tmp-10").write_bytes(b"")  # only ".git" itself is skipped
+    stale.append(root / ".GIT" / ".lrtool-tmp-10")
+
+    listed = _io.clean_stale_temps(root, dry_run=True)
+    assert sorted(listed) == sorted(stale) and all(p.exists() for p in stale + kept)
+    assert sorted(_io.clean_stale_temps(root)) == sorted(stale)
+    assert not any(p.exists() for p in stale) and all(p.read_bytes() == p.name.encode() for p in kept)
+    assert (root / ".lrtool-tmp-folder").is_dir()  # a folder named like a temp file is not removed
+    assert _io.clean_stale_temps(root) == [] and _io.clean_stale_temps(root, dry_run=True) == []
+
+
+def test_clean_stale_temps_skips_a_temp_it_cannot_remove(tmp_path, monkeypatch):
+    root = tmp_path / "ds"
+    (root / "locked").mkdir(parents=True)
+    (root / "open").mkdir()
+    (root / "locked" / ".lrtool-tmp-a").write_bytes(b"a")
+    (root / "open" / ".lrtool-tmp-b").write_bytes(b"b")
+    tmp_path.chmod(0o755)
+    root.chmod(0o755)
+    (root / "locked").chmod(0o555)
+    (root / "open").chmod(0o777)
+    # Relative paths: pytest's private tmp_path ancestors need no search permission for "nobody".
+    monkeypatch.chdir(tmp_path)
+    try:
+        with as_nobody():
+            removed = _io.clean_stale_temps(Path("ds"))
+    finally:
+        (root / "locked").chmod(0o755)
+    assert removed == [Path("ds", "open", ".lrtool-tmp-b")]
+    assert (root / "locked" / ".lrtool-tmp-a").read_bytes() == b"a" and not (root / "open" / ".lrtool-tmp-b").exists()
+
+
+def test_atomic_write_text_writes_utf8_and_replaces(tmp_path):
+    target = tmp_path / "info.json"
+    target.write_text("old")
+    _io.atomic_write_text(target, "naïve ✓")
+    assert target.read_bytes() == "naïve ✓".encode("utf-8")
+    _io.atomic_write_bytes(target, b"\x00\xff")
+    assert target.read_bytes() == b"\x00\xff" and [p.name for p in tmp_path.iterdir()] == ["info.json"]
 
 
 # ---------------------------------------------------------------------- dataset metadata
