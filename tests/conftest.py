@@ -1,6 +1,8 @@
 """Fixtures shared by several test modules.
 
 * ``hub_server``: a started :class:`tests.hubserver.HubServer` (real sockets on 127.0.0.1), stopped after the test.
+* ``as_nobody``: a context manager that runs its block with the effective uid/gid 65534 when the tests run as root,
+  so that permission bits apply (root bypasses them); a no-op for other users.
 * ``isolated_hub_env``: a per-test Hugging Face environment (``HF_HOME`` and ``HF_LEROBOT_HOME`` under ``tmp_path``,
   no proxy for 127.0.0.1, no token, no telemetry, online), for tests that talk to a local Hub server; request it
   with ``pytestmark = pytest.mark.usefixtures("isolated_hub_env")``.
@@ -8,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -60,3 +63,24 @@ def virtual_clock(monkeypatch) -> list[float]:
     monkeypatch.setattr(budget_mod.SYSTEM_CLOCK, "sleep", sleep)
     monkeypatch.setattr(budget_mod.SYSTEM_CLOCK, "now", lambda: t[0])
     return sleeps
+
+
+@contextlib.contextmanager
+def _as_nobody():
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:  # the saved set-user-ID stays 0, so root can be taken back
+        os.seteuid(0)
+        os.setegid(0)
+
+
+@pytest.fixture
+def as_nobody():
+    """``with as_nobody(): ...`` runs the block as user/group 65534 when root (permission bits do not stop root),
+    then takes root back; a no-op for other users, whom the permission bits already stop."""
+    return _as_nobody

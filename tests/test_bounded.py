@@ -7,7 +7,6 @@ limit (a ``$ref`` to ``/dev/zero`` used to read until memory ran out).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import itertools
 import json
@@ -111,22 +110,6 @@ def test_deep_json_is_one_error_naming_the_file():
 
 # ---------------------------------------------------------------------- _io, function by function
 NOT_REGULAR = "not a regular file; lrtool only reads regular files"
-
-
-@contextlib.contextmanager
-def as_nobody():
-    """Run the block as user/group 65534 when root (permission bits do not stop root), then take root back (the
-    saved set-user-ID stays 0). A no-op for other users, whom the permission bits already stop."""
-    if os.geteuid() != 0:
-        yield
-        return
-    os.setegid(65534)
-    os.seteuid(65534)
-    try:
-        yield
-    finally:
-        os.seteuid(0)
-        os.setegid(0)
 
 
 def test_open_regular_names_each_kind_of_refused_file(tmp_path, alarm):
@@ -427,7 +410,7 @@ def test_clean_stale_temps_removes_only_temp_files_outside_git(tmp_path):
     assert _io.clean_stale_temps(root) == [] and _io.clean_stale_temps(root, dry_run=True) == []
 
 
-def test_clean_stale_temps_skips_a_temp_it_cannot_remove(tmp_path, monkeypatch):
+def test_clean_stale_temps_skips_a_temp_it_cannot_remove(tmp_path, monkeypatch, as_nobody):
     root = tmp_path / "ds"
     (root / "locked").mkdir(parents=True)
     (root / "open").mkdir()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import glob
 import os
@@ -139,23 +138,7 @@ def test_directory_symlink_loop_and_fifo_are_unreadable(tmp_path):
     assert s.kind == "unreadable" and "FIFO" in s.detail
 
 
-@contextlib.contextmanager
-def _file_permissions_apply():
-    """Root bypasses file permissions: as root, run the block with the effective uid/gid of the unprivileged
-    user 65534 ("nobody"), then take root back (the saved set-user-ID stays 0). A no-op for other users."""
-    if os.geteuid() != 0:
-        yield
-        return
-    os.setegid(65534)
-    os.seteuid(65534)
-    try:
-        yield
-    finally:
-        os.seteuid(0)
-        os.setegid(0)
-
-
-def test_permission_denied(tmp_path, monkeypatch):
+def test_permission_denied(tmp_path, monkeypatch, as_nobody):
     """Both places a permission error can come from: ``stat`` (a folder without search permission) and
     ``open`` (a file without read permission in a readable folder)."""
     locked = tmp_path / "locked"
@@ -169,7 +152,7 @@ def test_permission_denied(tmp_path, monkeypatch):
     # Relative paths: pytest's private tmp_path ancestors need no search permission for "nobody".
     monkeypatch.chdir(tmp_path)
     try:
-        with _file_permissions_apply():
+        with as_nobody():
             behind_locked_folder = sniff(os.path.join("locked", "a.mp4"))
             unreadable_file = sniff("secret.mp4")
     finally:
