@@ -212,3 +212,109 @@ def test_dry_run_after_an_interrupted_repair_refuses_like_repair(repaired):
     for extra in ([], ["--dry-run"]):
         r = cli_run(*extra, root)
         assert r.exit_code == 2 and "interrupted" in r.output and "--undo" in r.output, (extra, r.output)
+
+
+# ------------------------------------------------------------------- every refusal of the manifest check, exactly
+def _refusal(r, bdir: Path, message: str) -> None:
+    assert r.exit_code == 2, r.output
+    assert f"{bdir / 'manifest.json'}: {message}" in r.output, r.output
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.update(lrtool_backup=2), "not an lrtool backup manifest"),
+    (lambda d: d.pop("lrtool_backup"), "not an lrtool backup manifest"),
+    (lambda d: d.update(files={"meta/info.json": {}}), "not an lrtool backup manifest"),
+    (lambda d: d.update(state="done"), "state 'done' is not one of applying, applied, undone"),
+    (lambda d: d.pop("state"), "state None is not one of applying, applied, undone"),
+    (lambda d: d.update(moves={"src": "a", "dst": "b"}), "moves and created_dirs must be lists"),
+    (lambda d: d.update(created_dirs="meta"), "moves and created_dirs must be lists"),
+    (lambda d: d["files"].append("meta/info.json"), "files[1] is not an entry with path and existed"),
+    (lambda d: d["files"].append({"path": "meta/x.json", "existed": 1}),
+     "files[1] is not an entry with path and existed"),
+    (lambda d: d["files"][0].update(sha256="AB" * 32), "files[0] has no SHA-256 of its original"),
+    (lambda d: d["files"][0].update(sha256_after="0" * 63), "files[0].sha256_after is not a SHA-256"),
+    (lambda d: d["files"][0].update(sha256_after=7), "files[0].sha256_after is not a SHA-256"),
+    (lambda d: d.update(moves=[["meta/a", "meta/b"]]), "moves[0] is not an object with src and dst"),
+    (lambda d: d.update(moves=[{"src": "meta/tasks.jsonl", "dst": 5}]), "moves[0].dst 'int'"),
+])
+def test_undo_names_each_malformed_manifest_field(repaired, edit, message):
+    """Each structural refusal of a manifest, word for word, and nothing touched in or outside the dataset."""
+    root, bdir, sentinel = repaired
+    edit_manifest(bdir, edit)
+    assert_refused(root, sentinel, words=message)
+    _refusal(cli_run("--undo", root), bdir, message)
+
+
+def test_undo_accepts_a_manifest_without_the_optional_lists(repaired):
+    """The boundary of the refusals above: ``moves``/``created_dirs`` absent mean none; the undo restores."""
+    root, bdir, sentinel = repaired
+    original = (bdir / "files" / "meta" / "info.json").read_bytes()
+
+    def ok(d):
+        d.pop("moves", None)
+        d.pop("created_dirs", None)
+    edit_manifest(bdir, ok)
+    r = cli_run("--undo", root)
+    assert r.exit_code == 0, r.output
+    assert (root / "meta" / "info.json").read_bytes() == original
+
+
+def test_undo_refuses_when_a_file_changed_after_the_repair(repaired):
+    """A well-formed ``sha256_after`` that the file no longer has: undoing would lose later edits, so nothing is
+    restored (exit 1) and the message says where the originals are."""
+    root, bdir, sentinel = repaired
+    edit_manifest(bdir, lambda d: d["files"][0].update(sha256_after="ab" * 32))
+    before = tree(root)
+    r = cli_run("--undo", root)
+    assert r.exit_code == 1, r.output
+    assert "1 file(s) changed since the repair (e.g. meta/info.json); undoing would lose those edits" in r.output
+    assert tree(root) == before
+
+
+def test_undo_refuses_a_backup_folder_that_is_a_symlink(repaired, tmp_path):
+    root, bdir, sentinel = repaired
+    moved = tmp_path / "elsewhere-backup"
+    shutil.move(str(bdir), moved)
+    os.symlink(moved, bdir)
+    before = tree(root)
+    r = cli_run("--undo", root)
+    assert r.exit_code == 2, r.output
+    assert f"{bdir}: backup folder is a symlink; refused" in r.output, r.output
+    assert tree(root) == before
+
+
+def test_undo_refuses_a_backup_without_its_manifest_or_a_saved_original(repaired):
+    root, bdir, sentinel = repaired
+    manifest = bdir / "manifest.json"
+    text = manifest.read_text()
+    manifest.unlink()
+    before = tree(root)
+    r = cli_run("--undo", root)
+    assert r.exit_code == 2, r.output
+    assert f"{manifest}: backup manifest cannot be read (No such file or directory)" in r.output, r.output
+    assert tree(root) == before
+    manifest.write_text(text)
+    (bdir / "files" / "meta" / "info.json").unlink()
+    assert_refused(root, sentinel, words=f"{bdir}: the saved original of meta/info.json is missing from the backup; "
+                                         "nothing was changed")
+
+
+@pytest.mark.parametrize("what", ["symlink", "file"])
+def test_repair_refuses_a_backup_folder_that_is_a_symlink_or_a_file(tmp_path, what):
+    """``.lrtool/backup`` itself (not only ``.lrtool``) must be a real folder inside the dataset."""
+    root = tmp_path / "ds"
+    shutil.copytree(DATASETS / "broken_wrong_totals", root)
+    (root / ".lrtool").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if what == "symlink":
+        os.symlink(elsewhere, root / ".lrtool" / "backup")
+    else:
+        (root / ".lrtool" / "backup").write_text("not a folder")
+    before = tree(root)
+    for args in ([root], ["--undo", root]):
+        r = cli_run(*args)
+        assert r.exit_code == 2, r.output
+        assert (f"{root}: .lrtool/backup is a symlink or not a folder; lrtool keeps its backups only in a real "
+                "folder inside the dataset: remove it") in r.output, r.output
+        assert tree(root) == before and list(elsewhere.iterdir()) == []
