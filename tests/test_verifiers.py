@@ -618,3 +618,46 @@ def test_reshard_content_comparison_across_batch_and_row_group_boundaries(tmp_pa
     assert _compare_content(empty, empty, 4) == 0
     with pytest.raises(VerifyError, match="differ in row count after 0 rows"):
         _compare_content(empty, a, 4)
+
+
+@pytest.mark.parametrize("op, words", [
+    (ColumnOp("dtype", "x", dtype="int64"), "column 'x': some values do not convert exactly to int64"),
+    (ColumnOp("dtype", "v", dtype="float16"), "column 'v': some values do not convert exactly to float16"),
+    (ColumnOp("fixed", "v", length=3), "column 'v': 3 row(s) do not have 3 element(s)"),
+    (ColumnOp("scalar", "v"), "column 'v': 3 row(s) do not have 1 element(s)"),
+    (ColumnOp("fixed", "x", length=2), "column 'x' is double, not a list"),
+    (ColumnOp("scalar", "index"), "column 'index' is int64, not a list"),
+])
+def test_repair_rewrite_refuses_an_operation_that_would_change_values(tmp_path, op, words):
+    """The operations themselves refuse before a byte is written: a cast that loses values (0.5 -> int64, a
+    float32 beyond float16), a list of the wrong length for ``fixed``/``scalar`` (counted in the first row group
+    that has one), a list operation on a scalar
+    column. The original stays byte-identical and no temporary file is left."""
+    f = _episode_file(tmp_path / "f.parquet")
+    if op.column == "v" and op.kind == "dtype":  # a float32 value float16 cannot hold exactly
+        t = pq.read_table(f)
+        t = _set(t, "v", [[1.0, 2.0], [3.0, 4.0], [5.0, 1e-8], None, [9.0, 10.0]])
+        pq.write_table(t, f)
+    before = tree_hash(tmp_path)
+    with pytest.raises(RewriteError) as exc:
+        _rewrite_repair(f, [op])
+    assert str(exc.value) == words
+    assert tree_hash(tmp_path) == before
+
+
+def test_repair_rewrite_exact_casts_pass_at_the_boundary(tmp_path):
+    """The boundary of the refusals above: whole floats cast to int64 exactly, NaN/null kept by float32."""
+    f = tmp_path / "f.parquet"
+    t = pa.table({"episode_index": pa.array([0, 0], pa.int64()), "w": pa.array([2.0, -3.0], pa.float64()),
+                  "x": pa.array([float("nan"), None], pa.float64())})
+    pq.write_table(t, f)
+    _rewrite_repair(f, [ColumnOp("dtype", "w", dtype="int64"), ColumnOp("dtype", "x", dtype="float32")])
+    out = pq.read_table(f)
+    assert out.column("w").to_pylist() == [2, -3] and out.schema.field("w").type == pa.int64()
+    x = out.column("x").to_pylist()
+    assert x[0] != x[0] and x[1] is None and out.schema.field("x").type == pa.float32()
+
+
+def test_repair_op_type_refuses_an_unknown_operation():
+    with pytest.raises(ValueError, match="unknown column operation 'reverse'"):
+        repair_pq.op_type(ColumnOp("reverse", "v"), pa.list_(pa.float32()))
