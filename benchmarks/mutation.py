@@ -47,7 +47,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_verifiers.py", "-k", "undo or repair_backup",
         "tests/test_repair_backups.py", "tests/test_repair.py"]),
     "prefetch-local": ("lerobot_tools/prefetch/local.py", [
-        "tests/test_verifiers.py", "-k", "prefetch or local", "tests/test_prefetch.py"]),
+        "tests/test_verifiers.py", "-k", "prefetch or local", "tests/test_bite_prefetch_local.py",
+        "tests/test_prefetch.py"]),
     "prefetch-download": ("lerobot_tools/prefetch/hub.py", [
         "tests/test_verifiers.py", "-k", "prefetch or hub", "tests/test_prefetch.py"]),
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
