@@ -30,7 +30,10 @@ Branches, tags and commit SHAs: :meth:`HubServer.add_repo` / :meth:`HubServer.co
 counted per route (``info``, ``tree``, ``head``, ``get``, ``cdn``, ``harness``, ``other``).
 :meth:`HubServer.inject` adds faults: 429 with ``Retry-After`` and/or ``RateLimit``, any status
 (5xx), a connection dropped before the response or in the middle of the body, a delay, a success
-carrying ``RateLimit: ...;r=0``, or a body held half-sent until the test releases it.
+carrying ``RateLimit: ...;r=0``, a body held half-sent until the test releases it, a 200 with a body of the
+test's choosing (not JSON, the wrong JSON, too large), or a normal answer with some headers replaced (a
+``Content-Range`` that ignores the ``Range`` asked for, a ``Link`` that never ends). As a proxy it refuses every
+``CONNECT`` with 403 (logged as route ``other``, method ``CONNECT``).
 
 Use it as a context manager or through the ``hub_server`` pytest fixture (``tests/conftest.py``); it stops
 by itself.
@@ -112,6 +115,8 @@ class Fault:
     policy: str | None = None
     after_bytes: int | None = None
     delay_s: float = 0.0
+    body: bytes | None = None
+    headers: dict[str, str] | None = None
     release: threading.Event = field(default_factory=threading.Event)
     reached: threading.Event = field(default_factory=threading.Event)
     fired: int = 0
@@ -245,10 +250,14 @@ class HubServer:
         """Add a fault for requests of ``route`` (one of :data:`ROUTES`, or ``"any"``).
 
         Kinds: ``"429"`` (with ``retry_after`` / ``ratelimit`` / ``policy`` headers), ``"status"`` (``status``,
-        e.g. 503, with optional ``retry_after``), ``"drop"`` (close before answering), ``"drop_body"``
+        e.g. 503, with optional ``retry_after`` and ``headers``, e.g. ``{"Location": ...}``), ``"drop"`` (close
+        before answering), ``"drop_body"``
         (send headers and ``after_bytes`` of the body, then close), ``"delay"`` (``delay_s`` then answer
         normally), ``"ratelimit_ok"`` (answer normally with the ``ratelimit`` / ``policy`` headers), ``"hold"`` (send
-        ``after_bytes``, set ``fault.reached``, wait for ``fault.release``, send the rest).
+        ``after_bytes``, set ``fault.reached``, wait for ``fault.release``, send the rest), ``"body"`` (answer
+        200 with ``body`` bytes, as JSON, plus ``headers``), ``"headers"`` (answer normally, with ``headers`` sent
+        in place of the server's own: a ``Content-Range`` or ``Link`` of the test's choosing), ``"endless"`` (route
+        ``tree``: an empty page linking to the next cursor, forever).
         ``times`` matching requests are affected (-1 = all), after letting ``skip`` through; ``repo`` and
         ``path`` narrow the match.
         """
@@ -373,6 +382,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self):
         self._handle("HEAD")
 
+    def do_CONNECT(self):  # a proxy that refuses every tunnel
+        hub = self.server_hub
+        self._rl_headers, self._replace = {}, {}
+        hub._record(Request("CONNECT", "other", None, self.path, None, 403, hub.clock(),
+                            self.headers.get("authorization"), None))
+        self.close_connection = True
+        self._send(403, {"Connection": "close"}, b"tunnel refused")
+
     def do_POST(self):
         length = int(self.headers.get("content-length") or 0)
         if length:
@@ -382,6 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -------------------------------------------------------------- dispatch
     def _handle(self, method: str) -> None:
         hub = self.server_hub
+        self._replace: dict[str, str] = {}  # headers a "headers" fault sends in place of the server's own
         parts = urlsplit(self.path)
         segs = parts.path.split("/")[1:]
         query = parse_qs(parts.query)
@@ -434,12 +452,18 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._json(429, {"error": "Too Many Requests"}, headers)
             elif fault.kind == "status":
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+                headers.update(fault.headers or {})
                 req.status = fault.status
                 return self._json(fault.status, {"error": "injected"}, headers)
+            elif fault.kind == "body":
+                req.status = 200
+                return self._send(200, {"Content-Type": "application/json", **(fault.headers or {})}, fault.body)
             elif fault.kind == "drop":
                 req.status = -1
                 return self._drop()
         extra = {}
+        if fault is not None and fault.kind == "headers":
+            self._replace = dict(fault.headers or {})
         if fault is not None and fault.kind == "ratelimit_ok":
             if fault.ratelimit:
                 extra["RateLimit"] = fault.ratelimit
@@ -451,6 +475,8 @@ class _Handler(BaseHTTPRequestHandler):
                 req.status = self._json(200, {"standardEnvVars": [], "harnesses": {}}, extra)
             elif route == "info":
                 req.status = self._info(repo, rev, extra)
+            elif route == "tree" and fault is not None and fault.kind == "endless":
+                req.status = self._endless_tree(repo, rev, query)
             elif route == "tree":
                 req.status = self._tree(repo, rev, path, query, extra)
             elif route in ("head", "get"):
@@ -465,7 +491,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -------------------------------------------------------------- responses
     def _send(self, status: int, headers: dict[str, str], body: bytes | None, *, head: bool = False) -> int:
         self.send_response(status)
-        headers = {**getattr(self, "_rl_headers", {}), **headers}
+        headers = {**getattr(self, "_rl_headers", {}), **headers, **getattr(self, "_replace", {})}
         for k, v in headers.items():
             self.send_header(k, v)
         if "Content-Length" not in headers:
@@ -552,6 +578,15 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Link"] = f'<{nxt}>; rel="next"'
         return self._json(200, page, headers)
 
+    def _endless_tree(self, repo_id: str, rev: str, query) -> int:
+        """An empty page whose ``Link`` names the next cursor, forever (a server that never stops paginating)."""
+        try:
+            cursor = int(query.get("cursor", ["0"])[0])
+        except ValueError:
+            cursor = 0
+        nxt = f"{self.server_hub.url}/api/datasets/{repo_id}/tree/{quote(rev, safe='')}?cursor={cursor + 1}"
+        return self._json(200, [], {"Link": f'<{nxt}>; rel="next"'})
+
     def _ranged(self, method: str, data: bytes, headers: dict[str, str], body_fault: Fault | None) -> int:
         total = len(data)
         status, start, end = 200, 0, total - 1
@@ -578,7 +613,7 @@ class _Handler(BaseHTTPRequestHandler):
         cut = body_fault.after_bytes if body_fault.after_bytes is not None else len(chunk) // 2
         cut = max(0, min(cut, len(chunk)))
         self.send_response(status)
-        for k, v in {**getattr(self, "_rl_headers", {}), **headers}.items():
+        for k, v in {**getattr(self, "_rl_headers", {}), **headers, **getattr(self, "_replace", {})}.items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(chunk[:cut])
