@@ -50,7 +50,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_verifiers.py", "-k", "prefetch or local", "tests/test_bite_prefetch_local.py",
         "tests/test_prefetch.py"]),
     "prefetch-download": ("lerobot_tools/prefetch/hub.py", [
-        "tests/test_verifiers.py", "-k", "prefetch or hub", "tests/test_prefetch.py"]),
+        "tests/test_verifiers.py", "-k", "prefetch or hub", "tests/test_bite_prefetch_hub.py",
+        "tests/test_prefetch.py"]),
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
     "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),
