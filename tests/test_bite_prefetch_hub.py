@@ -371,3 +371,30 @@ def test_body_that_cannot_be_decoded_fails_that_file_only(tmp_path, srv, clock):
     assert len([r for r in srv.requests("get") if r.path == BIG]) == 1 and clock.sleeps == []
     assert_not_fetched(tmp_path, BIG)
 
+# ------------------------------------------------------------------------------------------- redirects to nowhere
+@pytest.mark.parametrize("location, error", [
+    ("http://127.0.0.1:99999/api/x", "ValueError: Port out of range 0-65535"),
+    ("http://127.0.0.1:port/api/x", "ValueError: Port could not be cast to integer value as 'port'"),
+    ("http://[::1/api/x", "ValueError: Invalid IPv6 URL"),
+])
+def test_redirect_to_an_invalid_url_fails_that_repo_only(tmp_path, srv, clock, location, error):
+    """A Location that is not a URL is the server's fault: one line for the repo (or the file) it was sent for;
+    the other repos of the mixture are fetched and the lock file is written."""
+    srv.add_repo("org/y", FILES)
+    srv.inject("info", "status", status=307, retry_after=None, headers={"Location": location}, repo=REPO)
+    mix = write_mixture(tmp_path, REPO, "org/y")
+    rep = run(mix, srv, tmp_path / "out", clock, max_workers=1)
+    assert rep.exit_status == 1
+    x, y = rep.results
+    assert x.status == "error" and x.problems == [f"revision 'main' of org/x: redirect to an invalid URL ({error})"]
+    assert y.status == "complete" and on_disk(tmp_path / "out/org/y") == FILES
+    assert [r.status for r in srv.requests("info", REPO)] == [307] and clock.sleeps == []
+    assert_repo_untouched(tmp_path, mix)
+    assert LockFile.read(default_lock_path(mix)).commit("org/y", "main") == srv.resolve_rev("org/y", "main")
+
+    srv.reset()
+    srv.inject("get", "status", status=302, retry_after=None, headers={"Location": location}, path=BIG)
+    rep, _ = prefetch_x(tmp_path / "b", srv, clock)
+    assert only_problem(rep, "incomplete") == f"org/x/{BIG}: redirect to an invalid URL ({error})"
+    assert [r.status for r in srv.requests("get") if r.path == BIG] == [302]
+    assert_not_fetched(tmp_path / "b", BIG)

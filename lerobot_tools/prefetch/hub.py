@@ -320,8 +320,9 @@ class HubClient:
             what ``consume`` returns.
 
         Raises:
-            HubError: a 4xx other than 408/429, retries exhausted, or a wait longer than what is left of
-                ``max_wait_s`` (the message says what asked for it and until when).
+            HubError: a 4xx other than 408/429, retries exhausted, a redirect without a usable ``Location``
+                (none, too many hops, not a URL), or a wait longer than what is left of ``max_wait_s`` (the
+                message says what asked for it and until when).
         """
         import httpx2
 
@@ -376,7 +377,12 @@ class HubClient:
                     n_redirects += 1
                     if not location or n_redirects > self.policy.max_redirects:
                         raise HubError(f"{what}: too many redirects or redirect without Location", code)
-                    url = urljoin(str(resp.url), location)
+                    try:  # a Location such as http://host:99999/ or http://[::1/ is the server's fault, not a crash
+                        url = urljoin(str(resp.url), location)
+                        _origin(url)
+                    except ValueError as exc:
+                        raise HubError(f"{what}: redirect to an invalid URL ({one_line(exc, typed=True)})",
+                                       code) from None
                     params = None
                     continue
                 if code == 429:
