@@ -5,8 +5,8 @@ a tree page that is not a list or never ends, a redirect without ``Location`` or
 retry bounds, a ``Range`` answered from the wrong offset, a body that ends early, a proxy that refuses the tunnel)
 and asserts the exact one-line problem the user sees, how many requests and waits it took (on a virtual clock, so
 no test sleeps), and what is left on disk: nothing for a repo whose revision or listing failed, and for a failed
-download neither the file, nor its download metadata, nor a ``.lrtool-tmp-`` file (the per-file lock under
-``.cache/huggingface/download/`` is all that may remain, as huggingface_hub leaves it too).
+download neither the file, nor its download metadata, nor a ``.lrtool-tmp-`` file: only the other files and the
+``.cache/huggingface/`` bookkeeping (the cached listing, per-file locks, the metadata of the files that did arrive).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from lerobot_tools.cli import cli
 from lerobot_tools.prefetch import PrefetchOptions, prefetch
-from lerobot_tools.prefetch.hub import MAX_JSON_BYTES, RetryPolicy
+from lerobot_tools.prefetch.hub import MAX_JSON_BYTES
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from tests.hubserver import HubServer
 from tests.test_prefetch import FakeClock, on_disk, run, write_mixture
