@@ -66,3 +66,20 @@ def video_decoder_cache_size() -> int | None:
 def nvidia_driver_capabilities() -> str | None:
     """``NVIDIA_DRIVER_CAPABILITIES`` as set by the NVIDIA container runtime (``video`` is needed for NVDEC)."""
     return os.environ.get("NVIDIA_DRIVER_CAPABILITIES")
+
+
+def endpoint_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a Hub endpoint (``HF_ENDPOINT``), in a few words, or None when it can: it must be
+    an ``http``/``https`` URL with a host and, if it names one, a port that is a number in 0-65535."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port out of range or not a number)
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "not an http(s) URL"
+    if not parts.hostname:
+        return "a URL without a host"
+    return None

@@ -398,3 +398,34 @@ def test_redirect_to_an_invalid_url_fails_that_repo_only(tmp_path, srv, clock, l
     assert only_problem(rep, "incomplete") == f"org/x/{BIG}: redirect to an invalid URL ({error})"
     assert [r.status for r in srv.requests("get") if r.path == BIG] == [302]
     assert_not_fetched(tmp_path / "b", BIG)
+
+
+@pytest.mark.parametrize("endpoint, problem", [
+    ("http://host:99999", "not a valid URL (Port out of range 0-65535)"),
+    ("http://[::1", "not a valid URL (Invalid IPv6 URL)"),
+    ("ftp://host", "not an http(s) URL"),
+    ("http:///path", "a URL without a host"),
+])
+@pytest.mark.parametrize("command", ["prefetch", "smoke"])
+def test_an_unusable_hf_endpoint_is_one_line_exit_2(tmp_path, endpoint, problem, command):
+    """huggingface_hub fails on import (a ValueError at module level) when HF_ENDPOINT is not a URL; lrtool says so
+    in one line before importing it (prefetch: before the first request; smoke: before loading torch/datasets)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if command == "prefetch":
+        args = ["prefetch", str(write_mixture(tmp_path, REPO)), "--local-dir-root", str(tmp_path / "dest")]
+    else:
+        args = ["smoke", str(root / "fixtures" / "datasets" / "clean_v21")]
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "PYTHONPATH": str(root)}
+    env.pop("HF_HUB_OFFLINE", None)
+    r = subprocess.run([sys.executable, "-m", "lerobot_tools", *args], capture_output=True, text=True, env=env,
+                       timeout=120, cwd=root)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and problem in lines[0] and repr(endpoint) in lines[0], r.stderr
+    assert not (tmp_path / "dest").exists()

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote, urljoin, urlsplit
 
+from lerobot_tools._env import endpoint_problem
 from lerobot_tools.dataset.mixture import SHA_RE
 from lerobot_tools.errors import one_line
 from lerobot_tools.prefetch.budget import SYSTEM_CLOCK, Budgets, Clock, Ticket, WaitTooLong, human_s, utc_after
@@ -196,6 +197,9 @@ class HubClient:
                  token: str | bool | None = None, clock: Clock | None = None,
                  policy: RetryPolicy | None = None, timeout_s: float | None = None):
         self.endpoint = (endpoint or endpoint_from_env()).rstrip("/")
+        problem = endpoint_problem(self.endpoint)
+        if problem:
+            raise ValueError(f"Hub endpoint {self.endpoint!r} is {problem}")
         self.clock = clock or (budgets.clock if budgets is not None else SYSTEM_CLOCK)
         self._budgets = budgets
         self.policy = policy or RetryPolicy()

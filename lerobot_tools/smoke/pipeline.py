@@ -311,8 +311,17 @@ def require_loader_deps() -> None:
     """Import torch, torchcodec and datasets now, so a missing one is "cannot run" before any loader starts.
 
     Raises:
-        UsageError: one of them is not installed (the ``loaders`` extra).
+        UsageError: one of them is not installed (the ``loaders`` extra), or ``HF_ENDPOINT`` is not a URL
+            (huggingface_hub, which datasets imports, fails on import then).
     """
+    import os
+
+    from lerobot_tools._env import endpoint_problem
+
+    endpoint = os.environ.get("HF_ENDPOINT")
+    problem = endpoint_problem(endpoint.rstrip("/")) if endpoint else None
+    if problem:  # huggingface_hub (imported by datasets) fails on import with a ValueError for such a URL
+        raise UsageError(f"HF_ENDPOINT {endpoint!r} is {problem}; set it to an http(s) URL or unset it")
     try:
         import torch  # noqa: F401
         import torchcodec  # noqa: F401
