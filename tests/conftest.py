@@ -3,6 +3,7 @@
 * ``hub_server``: a started :class:`tests.hubserver.HubServer` (real sockets on 127.0.0.1), stopped after the test.
 * ``as_nobody``: a context manager that runs its block with the effective uid/gid 65534 when the tests run as root,
   so that permission bits apply (root bypasses them); a no-op for other users.
+* ``run_ranks``: runs one process per rank (a real multi-process group) and returns their output.
 * ``isolated_hub_env``: a per-test Hugging Face environment (``HF_HOME`` and ``HF_LEROBOT_HOME`` under ``tmp_path``,
   no proxy for 127.0.0.1, no token, no telemetry, online), for tests that talk to a local Hub server; request it
   with ``pytestmark = pytest.mark.usefixtures("isolated_hub_env")``.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -84,3 +87,28 @@ def as_nobody():
     """``with as_nobody(): ...`` runs the block as user/group 65534 when root (permission bits do not stop root),
     then takes root back; a no-op for other users, whom the permission bits already stop."""
     return _as_nobody
+
+
+def _run_ranks(argv_of_rank, world: int = 2, *, timeout: float = 120) -> list[str]:
+    """Start ``python argv_of_rank(r)`` for every rank ``r < world`` at once (the ranks of one group meet at start),
+    wait for all, fail the test if one runs past ``timeout`` seconds (all are killed) or exits non-zero; return
+    each rank's combined stdout/stderr."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    procs = [subprocess.Popen([sys.executable, *map(str, argv_of_rank(r))], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, env=env) for r in range(world)]
+    logs = []
+    for p in procs:
+        try:
+            logs.append(p.communicate(timeout=timeout)[0])
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail("distributed worker timed out")
+    assert [p.returncode for p in procs] == [0] * world, "\n".join(logs)
+    return logs
+
+
+@pytest.fixture
+def run_ranks():
+    """``run_ranks(lambda r: [script, r, ...], world=2, timeout=120)``: see :func:`_run_ranks`."""
+    return _run_ranks

@@ -5,9 +5,6 @@ read from a real two-process gloo group, and weighted mixtures built from the fi
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
@@ -270,26 +267,14 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def test_rank_and_world_come_from_an_initialised_gloo_group(tmp_path):
+def test_rank_and_world_come_from_an_initialised_gloo_group(tmp_path, run_ranks):
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
         pytest.skip("torch.distributed with gloo is not available")
     assert dist_rank_world(None, None) == (0, 1)  # this process has no group
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     init = f"file://{tmp_path / 'rendezvous'}"
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), init, str(tmp_path / f"out{r}.json"),
-                               json.dumps(LENGTHS)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env=env) for r in range(2)]
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=120)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("distributed worker timed out")
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(logs)
+    run_ranks(lambda r: [script, r, init, tmp_path / f"out{r}.json", json.dumps(LENGTHS)], timeout=120)
     got = [json.loads((tmp_path / f"out{r}.json").read_text()) for r in range(2)]
     for r in range(2):
         assert got[r]["none"] == [r, 2]  # both from the group

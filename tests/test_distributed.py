@@ -8,10 +8,7 @@ for the map-style loader and for the stream, and that every decoded video frame 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -65,7 +62,7 @@ WORKER = textwrap.dedent("""
 
 
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="system ffmpeg not installed")
-def test_two_gloo_ranks_split_the_dataset_disjointly_and_completely(tmp_path):
+def test_two_gloo_ranks_split_the_dataset_disjointly_and_completely(tmp_path, run_ranks):
     root = tmp_path / "ds"
     build_dataset(root, SynthSpec(version="v3.0", episode_lengths=LENGTHS, episodes_per_file=3, video_codec="h264"))
     from lerobot_tools.loaders import FrameDataset
@@ -74,19 +71,7 @@ def test_two_gloo_ranks_split_the_dataset_disjointly_and_completely(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     init = f"file://{tmp_path / 'rendezvous'}"
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), "2", init, str(root), str(tmp_path / "cache"),
-                               str(tmp_path / f"out{r}.json")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, env=env) for r in range(2)]
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=180)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("distributed worker timed out")
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(logs)
+    run_ranks(lambda r: [script, r, "2", init, root, tmp_path / "cache", tmp_path / f"out{r}.json"], timeout=180)
 
     views = [json.loads((tmp_path / f"out{r}.json").read_text()) for r in range(2)]
     assert views[0] == views[1]  # both ranks gathered the same picture

@@ -11,10 +11,7 @@ weighted share), split between the ranks without overlap.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from collections import Counter
 
@@ -71,7 +68,7 @@ WORKER = textwrap.dedent("""
 
 
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="system ffmpeg not installed")
-def test_two_gloo_ranks_share_one_weighted_mixture_disjointly(tmp_path):
+def test_two_gloo_ranks_share_one_weighted_mixture_disjointly(tmp_path, run_ranks):
     build_dataset(tmp_path / "a", SynthSpec(version="v3.0", episode_lengths=LENGTHS["a"], episodes_per_file=2,
                                             video_codec="h264"))
     build_dataset(tmp_path / "b", SynthSpec(version="v2.1", episode_lengths=LENGTHS["b"], video_codec="h264",
@@ -86,19 +83,8 @@ def test_two_gloo_ranks_share_one_weighted_mixture_disjointly(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     init = f"file://{tmp_path / 'rendezvous'}"
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), "2", init, str(mix), str(tmp_path / "cache"),
-                               str(tmp_path / f"out{r}.json"), json.dumps(WEIGHTED)], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env=env) for r in range(2)]
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=240)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("distributed worker timed out")
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(logs)
+    run_ranks(lambda r: [script, r, "2", init, mix, tmp_path / "cache", tmp_path / f"out{r}.json",
+                         json.dumps(WEIGHTED)], timeout=240)
 
     views = [json.loads((tmp_path / f"out{r}.json").read_text()) for r in range(2)]
     assert views[0] == views[1]
