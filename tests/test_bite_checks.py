@@ -248,3 +248,22 @@ def test_not_checked_of_a_single_dataset_has_its_own_heading(tmp_path):
     assert "Not checked:\n" in r.output and "(all datasets)" not in r.output and "  not checked:" not in r.output
     _, shared = _not_checked_lines(r.output)
     assert "R004: --world-size not given" in shared, r.output
+
+
+# ------------------------------------------------------------------------------------------------------ F007
+def test_f007_names_a_path_that_is_not_utf8_as_the_cause(tmp_path):
+    """pyarrow cannot open a path holding a byte that is not UTF-8 (Python keeps it as a surrogate escape): F007
+    says that, not a codec traceback, for every data file under such a folder."""
+    import os
+    import shutil
+
+    root = Path(os.fsdecode(bytes(tmp_path) + b"/ds\xff"))
+    shutil.copytree(FIXTURES / "clean_v21", root)
+    (report,) = run(root)
+    (f007,) = found(report, "F007")  # one finding for the three data files
+    assert f007.count == 3 and f007.severity == "error"
+    assert f007.message.startswith("path is not valid UTF-8, so pyarrow (and every loader built on it, lerobot's "
+                                   "included) cannot open the file; rename the folder or file (3 occurrences")
+    renamed = tmp_path / "ds"
+    root.rename(renamed)
+    assert not found(run(renamed)[0], "F007")

@@ -74,7 +74,8 @@ def read_footer(path: Path, rel: str | None = None) -> FooterInfo:
     """Read a parquet footer.
 
     Raises:
-        DatasetError: the file cannot be opened or has no valid footer (message names ``rel``).
+        DatasetError: the file cannot be opened (missing, a path that is not valid UTF-8) or has no valid footer
+            (message names ``rel``).
     """
     import pyarrow.parquet as pq
 
@@ -85,6 +86,9 @@ def read_footer(path: Path, rel: str | None = None) -> FooterInfo:
         schema = pf.schema_arrow
     except FileNotFoundError:
         raise DatasetError("file is missing", rel) from None
+    except UnicodeEncodeError:  # a name byte that is not UTF-8 (Python keeps it as a surrogate escape)
+        raise DatasetError("path is not valid UTF-8, so pyarrow (and every loader built on it, lerobot's "
+                           "included) cannot open the file; rename the folder or file", rel) from None
     except Exception as exc:  # ArrowInvalid, OSError ...
         raise DatasetError(f"not a readable parquet file ({one_line(exc, 160)})", rel) from None
     meta = {}
