@@ -83,7 +83,8 @@ def read_folder(root: Path) -> dict[str, bytes]:
 
 @dataclass
 class Request:
-    """One logged request. ``t`` is the server clock at arrival; ``auth`` the Authorization header."""
+    """One logged request. ``t`` is the server clock at arrival; ``auth`` the Authorization header; ``target`` the
+    request target as sent (path and query, still URL-quoted); ``headers`` every request header (names lower-case)."""
 
     method: str
     route: str
@@ -97,6 +98,8 @@ class Request:
     fault: str | None = None
     sent: dict = field(default_factory=dict)
     bucket: str | None = None
+    target: str | None = None
+    headers: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -256,7 +259,8 @@ class HubServer:
         normally), ``"ratelimit_ok"`` (answer normally with the ``ratelimit`` / ``policy`` headers), ``"hold"`` (send
         ``after_bytes``, set ``fault.reached``, wait for ``fault.release``, send the rest), ``"body"`` (answer
         200 with ``body`` bytes, as JSON, plus ``headers``), ``"headers"`` (answer normally, with ``headers`` sent
-        in place of the server's own: a ``Content-Range`` or ``Link`` of the test's choosing), ``"endless"`` (route
+        in place of the server's own: a ``Content-Range`` or ``Link`` of the test's choosing; a value of None leaves
+        that header out), ``"endless"`` (route
         ``tree``: an empty page linking to the next cursor, forever).
         ``times`` matching requests are affected (-1 = all), after letting ``skip`` through; ``repo`` and
         ``path`` narrow the match.
@@ -426,15 +430,17 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST":
             route = "other"
         bucket = BUCKET_OF_ROUTE[route]
+        sent_headers = {k.lower(): v for k, v in self.headers.items()}
         allowed, self._rl_headers = hub._rate_check(bucket, self.headers.get("authorization"))
         if not allowed:
             req = Request(method, route, repo, path, rev, 429, hub.clock(), self.headers.get("authorization"),
-                          self.headers.get("range"), "quota", dict(self._rl_headers), bucket)
+                          self.headers.get("range"), "quota", dict(self._rl_headers), bucket, self.path, sent_headers)
             hub._record(req)
             return self._json(429, {"error": "Too Many Requests: you have reached your rate limit"})
         fault = hub._pick_fault(route, repo, path)
         req = Request(method, route, repo, path, rev, None, hub.clock(), self.headers.get("authorization"),
-                      self.headers.get("range"), fault.kind if fault else None, bucket=bucket)
+                      self.headers.get("range"), fault.kind if fault else None, bucket=bucket, target=self.path,
+                      headers=sent_headers)
         hub._record(req)
         if fault is not None:
             if fault.kind == "delay":
@@ -493,7 +499,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         headers = {**getattr(self, "_rl_headers", {}), **headers, **getattr(self, "_replace", {})}
         for k, v in headers.items():
-            self.send_header(k, v)
+            if v is not None:
+                self.send_header(k, v)
         if "Content-Length" not in headers:
             self.send_header("Content-Length", str(len(body or b"")))
         self.end_headers()
@@ -614,7 +621,8 @@ class _Handler(BaseHTTPRequestHandler):
         cut = max(0, min(cut, len(chunk)))
         self.send_response(status)
         for k, v in {**getattr(self, "_rl_headers", {}), **headers, **getattr(self, "_replace", {})}.items():
-            self.send_header(k, v)
+            if v is not None:
+                self.send_header(k, v)
         self.end_headers()
         self.wfile.write(chunk[:cut])
         self.wfile.flush()
