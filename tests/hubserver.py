@@ -388,7 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_CONNECT(self):  # a proxy that refuses every tunnel
         hub = self.server_hub
-        self._rl_headers, self._replace = {}, {}
+        self._rl_headers, self._replace, self._req = {}, {}, None
         hub._record(Request("CONNECT", "other", None, self.path, None, 403, hub.clock(),
                             self.headers.get("authorization"), None))
         self.close_connection = True
@@ -403,6 +403,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -------------------------------------------------------------- dispatch
     def _handle(self, method: str) -> None:
         hub = self.server_hub
+        self._req: Request | None = None  # the logged request being answered (one connection serves several)
         self._replace: dict[str, str] = {}  # headers a "headers" fault sends in place of the server's own
         parts = urlsplit(self.path)
         segs = parts.path.split("/")[1:]
@@ -442,6 +443,7 @@ class _Handler(BaseHTTPRequestHandler):
                       self.headers.get("range"), fault.kind if fault else None, bucket=bucket, target=self.path,
                       headers=sent_headers)
         hub._record(req)
+        self._req = req  # its status is set before the answer goes out (a client may read the log at once)
         if fault is not None:
             if fault.kind == "delay":
                 time.sleep(fault.delay_s)
@@ -496,6 +498,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -------------------------------------------------------------- responses
     def _send(self, status: int, headers: dict[str, str], body: bytes | None, *, head: bool = False) -> int:
+        if getattr(self, "_req", None) is not None:
+            self._req.status = status
         self.send_response(status)
         headers = {**getattr(self, "_rl_headers", {}), **headers, **getattr(self, "_replace", {})}
         for k, v in headers.items():
@@ -619,6 +623,8 @@ class _Handler(BaseHTTPRequestHandler):
         # a faulty body: part of it, then cut or hold
         cut = body_fault.after_bytes if body_fault.after_bytes is not None else len(chunk) // 2
         cut = max(0, min(cut, len(chunk)))
+        if getattr(self, "_req", None) is not None:
+            self._req.status = status if body_fault.kind == "hold" else -status
         self.send_response(status)
         for k, v in {**getattr(self, "_rl_headers", {}), **headers, **getattr(self, "_replace", {})}.items():
             if v is not None:
