@@ -670,3 +670,365 @@ def test_repair_rewrite_exact_casts_pass_at_the_boundary(tmp_path):
 def test_repair_op_type_refuses_an_unknown_operation():
     with pytest.raises(ValueError, match="unknown column operation 'reverse'"):
         repair_pq.op_type(ColumnOp("reverse", "v"), pa.list_(pa.float32()))
+
+
+# ------------------------------------------------------------------------------------------------ repair: metadata
+_HF_COMPACT = b'{"info":{"features":{"x":{"dtype":"float64","_type":"Value"},"s":{"dtype":"int64","_type":"Value"}}},"z":1}'
+_PANDAS = json.dumps({"index_columns": [], "columns": [
+    {"name": "x", "numpy_type": "float64"}, "not-a-dict", {"name": "s", "numpy_type": "int64"}],
+    "pandas_version": "2.2"}).encode()
+
+
+def _md_schema(md: dict[bytes, bytes] | None) -> pa.Schema:
+    return pa.schema([("x", pa.float64()), ("s", pa.int64())], metadata=md)
+
+
+def test_repair_new_metadata_after_a_drop(tmp_path):
+    """A dropped column leaves the ``huggingface`` features and the ``pandas`` column list (other entries, other
+    keys and their order kept); a dropped name the features do not list changes nothing else; pyarrow's own
+    ``ARROW:schema`` is not carried over."""
+    schema = _md_schema({b"ARROW:schema": b"serialized", b"huggingface": _HF_COMPACT, b"pandas": _PANDAS,
+                         b"other": b"kept"})
+    md = repair_pq.new_metadata(schema, None, ["s", "not-a-feature"])
+    assert list(md) == [b"huggingface", b"pandas", b"other"]
+    assert md[b"huggingface"] == b'{"info": {"features": {"x": {"dtype": "float64", "_type": "Value"}}}, "z": 1}'
+    assert md[b"pandas"] == (b'{"index_columns": [], "columns": [{"name": "x", "numpy_type": "float64"}, '
+                             b'"not-a-dict"], "pandas_version": "2.2"}')
+    assert md[b"other"] == b"kept"
+    # the same through a real file: the rewrite carries exactly this metadata
+    f = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"x": [1.0], "s": [2]}).replace_schema_metadata(
+        {b"huggingface": _HF_COMPACT, b"pandas": _PANDAS, b"other": b"kept"}), f)
+    ops = [ColumnOp("drop", "s")]
+    repair_pq.rewrite_parquet(f, ops, repair_pq.new_metadata(pq.read_schema(f), None, ["s"]))
+    assert pq.read_schema(f).metadata == md and pq.read_table(f).column_names == ["x"]
+
+
+def test_repair_new_metadata_without_a_drop_keeps_the_bytes():
+    schema = _md_schema({b"ARROW:schema": b"serialized", b"huggingface": _HF_COMPACT, b"pandas": _PANDAS})
+    assert repair_pq.new_metadata(schema, None, []) == {b"huggingface": _HF_COMPACT, b"pandas": _PANDAS}
+    assert repair_pq.new_metadata(_md_schema(None), None, ["s"]) == {}
+    new = b'{"info":{"features":{"x":{"dtype":"float32","_type":"Value"}}}}'
+    assert repair_pq.new_metadata(schema, new, []) == {b"huggingface": new, b"pandas": _PANDAS}
+
+
+def test_repair_new_metadata_given_doc_is_written_as_given_with_a_drop():
+    """The given ``huggingface`` document is the caller's: written byte for byte even when it still lists the
+    dropped column; the ``pandas`` description loses the column."""
+    schema = _md_schema({b"huggingface": _HF_COMPACT, b"pandas": _PANDAS})
+    new = b'{"info":{"features":{"s":{"dtype":"int64","_type":"Value"}}}}'
+    md = repair_pq.new_metadata(schema, new, ["s"])
+    assert md == {b"huggingface": new, b"pandas": (b'{"index_columns": [], "columns": [{"name": "x", '
+                                                   b'"numpy_type": "float64"}, "not-a-dict"], '
+                                                   b'"pandas_version": "2.2"}')}
+
+
+@pytest.mark.parametrize("md", [
+    {b"huggingface": b"not json", b"pandas": b"not json"},
+    {b"huggingface": b'{"info": []}', b"pandas": b'{"columns": "x"}'},
+    {b"huggingface": b'{"no_info": 1}', b"pandas": b"[1]"},
+])
+def test_repair_new_metadata_leaves_unreadable_entries_as_they_are(md):
+    assert repair_pq.new_metadata(_md_schema(md), None, ["s"]) == md
+
+
+def test_repair_new_schema_keeps_or_replaces_the_metadata():
+    schema = _md_schema({b"huggingface": _HF_COMPACT})
+    ops = [ColumnOp("dtype", "x", dtype="float32")]
+    kept = repair_pq.new_schema(schema, ops, None)
+    assert kept.metadata == {b"huggingface": _HF_COMPACT} and kept.field("x").type == pa.float32()
+    assert repair_pq.new_schema(schema, ops, {b"k": b"v"}).metadata == {b"k": b"v"}
+
+
+# ------------------------------------------------------------------------------------------------ repair: writer
+def _opts(**kw):
+    return {"compression": "snappy", "use_dictionary": True, "write_statistics": True, "write_page_index": False,
+            "version": "2.6", **kw}
+
+
+@pytest.mark.parametrize("write, want", [
+    ({"compression": "zstd", "write_page_index": True}, _opts(compression="zstd", write_page_index=True)),
+    ({"compression": "snappy", "version": "1.0"}, _opts(version="1.0")),
+    ({"compression": "gzip", "version": "2.4", "write_page_index": True},  # pyarrow reads 2.4 back as 2.6
+     _opts(compression="gzip", write_page_index=True)),
+    ({"compression": "none", "version": "2.6"}, _opts(compression="none")),
+    ({"compression": "brotli", "row_group_size": 2, "write_page_index": True},
+     _opts(compression="brotli", write_page_index=True)),
+    # an offset index without a column index (no statistics) is no page index to keep
+    ({"compression": "zstd", "write_statistics": False, "write_page_index": True}, _opts(compression="zstd")),
+])
+def test_repair_writer_options_from_the_source_file(tmp_path, write, want):
+    f = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": [1.0, 2.0, 3.0]}), f, **write)
+    assert repair_pq.writer_options(pq.ParquetFile(f)) == want
+
+
+def test_repair_writer_options_of_a_file_without_row_groups_and_an_unknown_codec(tmp_path):
+    f = tmp_path / "empty.parquet"
+    pq.ParquetWriter(f, pa.schema([("a", pa.int64())]), compression="zstd", write_page_index=True).close()
+    assert pq.ParquetFile(f).metadata.num_row_groups == 0
+    assert repair_pq.writer_options(pq.ParquetFile(f)) == _opts()
+    # a codec pyarrow cannot write (LZO, set in the footer of an uncompressed file): snappy
+    g = tmp_path / "lzo.parquet"
+    pq.write_table(pa.table({"qqq": [1, 2, 3]}), g, compression="none", version="1.0")
+    data = bytearray(g.read_bytes())
+    i = data.index(b"qqq\x15\x00", len(data) - 8 - int.from_bytes(data[-8:-4], "little"))
+    data[i + 4] = 3 * 2  # ColumnMetaData.codec = 3 (LZO), zigzag varint
+    g.write_bytes(bytes(data))
+    assert pq.ParquetFile(g).metadata.row_group(0).column(0).compression == "LZO"
+    assert repair_pq.writer_options(pq.ParquetFile(g)) == _opts(version="1.0")
+
+
+def test_repair_rewrite_keeps_codec_page_index_statistics_and_format_version(tmp_path):
+    f = _episode_file(tmp_path / "f.parquet")
+    t = pq.read_table(f)
+    g = tmp_path / "g.parquet"
+    with pq.ParquetWriter(g, t.schema, compression="zstd", write_page_index=True, version="1.0") as w:
+        w.write_table(t.slice(0, 3), row_group_size=3)
+        w.write_table(t.slice(3, 2), row_group_size=2)
+    _rewrite_repair(g, [OPS["dtype"], OPS["fixed"]])
+    md = pq.ParquetFile(g).metadata
+    assert md.format_version == "1.0" and md.num_row_groups == 2
+    cols = [md.row_group(r).column(c) for r in range(2) for c in range(md.num_columns)]
+    assert {c.compression for c in cols} == {"ZSTD"}
+    assert all(c.has_column_index and c.has_offset_index and c.is_stats_set for c in cols)
+    assert pq.read_table(g).schema.field("x").type == pa.float32()
+
+
+def test_repair_rewrite_keeps_a_row_group_larger_than_the_writer_default(tmp_path):
+    """A row group of more than 1Mi rows (pyarrow's default row-group length) stays one row group."""
+    import numpy as np
+
+    n = 1024 * 1024 + 1
+    f = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"a": pa.array(np.arange(n) % 100, pa.int8())}), f, row_group_size=n)
+    _rewrite_repair(f, [ColumnOp("dtype", "a", dtype="int16")])
+    md = pq.ParquetFile(f).metadata
+    assert (md.num_row_groups, md.row_group(0).num_rows) == (1, n)
+    assert pq.read_schema(f).field("a").type == pa.int16()
+
+
+# ------------------------------------------------------------------------------------------------ repair: values
+def test_repair_rewrite_casts_large_integers_exactly(tmp_path):
+    """2**60 is exact in both int64 and float64, but beyond 2**53 a *safe* Arrow cast from int64 to float64
+    refuses it: the rewrite casts with ``safe=False`` after its own exactness check."""
+    f = tmp_path / "f.parquet"
+    big = [2**60, -(2**60), 0, None]
+    as_float = [None if v is None else float(v) for v in big]
+    pq.write_table(pa.table({"i": pa.array(big, pa.int64()), "d": pa.array(as_float, pa.float64())}), f)
+    _rewrite_repair(f, [ColumnOp("dtype", "i", dtype="float64"), ColumnOp("dtype", "d", dtype="int64")])
+    t = pq.read_table(f)
+    assert t.schema.field("i").type == pa.float64() and t.schema.field("d").type == pa.int64()
+    assert t.column("i").to_pylist() == as_float
+    assert t.column("d").to_pylist() == big
+
+
+def test_repair_scalar_and_fixed_on_fixed_size_lists(tmp_path):
+    """``scalar`` of a fixed-size list of one element takes that element; of two elements it refuses; ``fixed``
+    to another length refuses too. The original stays byte-identical."""
+    f = tmp_path / "f.parquet"
+    pq.write_table(pa.table({
+        "one": pa.array([[1], [2], None, [4]], pa.list_(pa.int64(), 1)),
+        "two": pa.array([[1, 2], None, [3, 4], [5, 6]], pa.list_(pa.int64(), 2)),
+    }), f)
+    before = tree_hash(tmp_path)
+    for op, words in [(ColumnOp("scalar", "two"), "column 'two': 3 row(s) do not have 1 element(s)"),
+                      (ColumnOp("fixed", "one", length=2), "column 'one': 3 row(s) do not have 2 element(s)")]:
+        with pytest.raises(RewriteError) as exc:
+            _rewrite_repair(f, [op])
+        assert str(exc.value) == words
+        assert tree_hash(tmp_path) == before
+    _rewrite_repair(f, [ColumnOp("scalar", "one")])
+    t = pq.read_table(f)
+    assert t.column("one").to_pylist() == [1, 2, None, 4] and t.schema.field("one").type == pa.int64()
+
+
+def test_repair_apply_ops_goes_on_after_a_missing_column_and_a_drop():
+    t = pa.table({"x": pa.array([0.5, 1.0]), "s": pa.array([[1], [2]]), "y": pa.array([1.5, 2.0])})
+    out = repair_pq.apply_ops(t, [ColumnOp("dtype", "gone", dtype="float32"), ColumnOp("drop", "s"),
+                                  ColumnOp("dtype", "x", dtype="float32"), ColumnOp("drop", "gone"),
+                                  ColumnOp("dtype", "y", dtype="float32")])
+    assert out.schema == pa.schema([("x", pa.float32()), ("y", pa.float32())])
+    assert out.column("x").to_pylist() == [0.5, 1.0] and out.column("y").to_pylist() == [1.5, 2.0]
+
+
+def test_repair_with_value_type_keeps_the_list_structure():
+    wv = repair_pq.with_value_type
+    assert wv(pa.large_list(pa.field("e", pa.float64())), "float32") == pa.large_list(pa.field("e", pa.float32()))
+    assert wv(pa.list_(pa.large_list(pa.float64()), 3), "int32") == pa.list_(pa.large_list(pa.int32()), 3)
+    assert wv(pa.list_(pa.field("element", pa.float64())), "float16") == pa.list_(pa.field("element", pa.float16()))
+    assert wv(pa.float64(), "uint8") == pa.uint8()
+
+
+def test_repair_rewrite_of_a_large_list_column(tmp_path):
+    f = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"v": pa.array([[1.0, 2.5], None, []], pa.large_list(pa.float64()))}), f)
+    _rewrite_repair(f, [ColumnOp("dtype", "v", dtype="float32")])
+    t = pq.read_table(f)
+    assert t.schema.field("v").type == pa.large_list(pa.field("element", pa.float32()))
+    assert t.column("v").to_pylist() == [[1.0, 2.5], None, []]
+
+
+def test_repair_two_operations_on_one_column_are_checked_together(tmp_path):
+    """``scalar`` then ``dtype`` on one column: the value check is the combined one (no single operation to check
+    the new values against)."""
+    f = _episode_file(tmp_path / "f.parquet")
+    _rewrite_repair(f, [ColumnOp("scalar", "s"), ColumnOp("dtype", "s", dtype="float64")])
+    t = pq.read_table(f)
+    assert t.schema.field("s").type == pa.float64() and t.column("s").to_pylist() == [1.0, 2.0, None, 4.0, 5.0]
+
+
+@pytest.mark.parametrize("ops, wrong", [
+    ([ColumnOp("drop", "s"), OPS["dtype"]], "x"),  # a drop before does not end the checks
+    ([OPS["dtype"], OPS["fixed"]], "v"),  # nor does a dtype operation before
+])
+def test_repair_independent_value_check_covers_every_column(tmp_path, monkeypatch, ops, wrong):
+    f = _episode_file(tmp_path / "f.parquet")
+    before = tree_hash(tmp_path)
+    real = repair_pq.apply_op
+
+    def wrong_for_one(arr, op):
+        new = real(arr, op)
+        if op.column != wrong:
+            return new
+        if pa.types.is_fixed_size_list(new.type):
+            return pa.array([None if r is None else r[::-1] for r in new.to_pylist()], new.type)
+        return pc.multiply(new, pa.scalar(2.0, new.type))
+
+    monkeypatch.setattr(repair_pq, "apply_op", wrong_for_one)
+    with pytest.raises(RewriteError) as exc:
+        _rewrite_repair(f, ops)
+    assert str(exc.value) == f"f.parquet: row group 0: values of '{wrong}' changed"
+    assert tree_hash(tmp_path) == before
+
+
+@pytest.mark.parametrize("arr, t, exact", [
+    (pa.array([None, None], pa.float64()), pa.float32(), True),  # all null
+    (pa.array([], pa.float64()), pa.float32(), True),
+    (pa.array([[], None], pa.list_(pa.float64())), pa.list_(pa.float32()), True),  # no leaf values
+    (pa.array(["1", "a"]), pa.int64(), False),  # the cast itself fails
+    (pa.array([{"a": 1}]), pa.int64(), False),  # no such cast
+    (pa.array([float(2**24), -float(2**24)]), pa.float32(), True),  # largest exact integers of float32
+    (pa.array([float(2**24 + 1)]), pa.float32(), False),
+    (pa.array([2**24, -(2**24)]), pa.float32(), True),
+    (pa.array([2**24 + 1]), pa.float32(), False),
+    (pa.array([2048.0, -2048.0, 65504.0]), pa.float16(), True),  # float16: 2048 exact, 65504 its largest value
+    (pa.array([2049.0]), pa.float16(), False),
+    (pa.array([65536.0]), pa.float16(), False),  # beyond float16: inf
+    (pa.array([-0.0, float("inf"), float("-inf"), float("nan")]), pa.float32(), True),
+    (pa.array([1e39]), pa.float32(), False),  # inf in float32
+    (pa.array([1e-46]), pa.float32(), False),  # 0 in float32
+    (pa.array([0.5, None]), pa.int64(), False),
+    (pa.array([2.0**63]), pa.int64(), False),  # one beyond int64
+])
+def test_repair_exact_conversion_boundaries(arr, t, exact):
+    assert repair_pq.exact_conversion(arr, t) is exact
+
+
+def test_repair_scan_exact_counts_record_batches(tmp_path):
+    """Batches of 65536 rows: inexact values in the first row of the first and of the second batch are two bad
+    batches; a list column is scanned by its leaf values."""
+    import numpy as np
+
+    n = 2 * 65536 + 5
+    x = np.zeros(n)
+    x[0] = x[65536] = 0.1  # not a float32
+    f = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"x": x, "y": np.ones(n)}), f)
+    assert repair_pq.scan_exact(f, "x", "float32") == 2
+    assert repair_pq.scan_exact(f, "y", "float32") == 0
+    assert repair_pq.scan_exact(f, "x", "float64") == 0
+    g = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"v": pa.array([[1.0, 2.0**24], None, [-0.0]]),
+                             "w": pa.array([[1.0], [2.0**24 + 1], None])}), g)
+    assert repair_pq.scan_exact(g, "v", "float32") == 0
+    assert repair_pq.scan_exact(g, "w", "float32") == 1
+
+
+def test_repair_scan_list_lengths_counts_over_every_batch(tmp_path):
+    n = 2 * 65536 + 5
+    import numpy as np
+
+    sizes = np.full(n, 2, dtype=np.int32)
+    sizes[[3, 70000, n - 1]] = 3  # wrong length in the first, second and third batch
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    values = pa.array(np.ones(int(offsets[-1])), pa.float32())
+    mask = np.zeros(n, dtype=bool)
+    mask[[5, 65540, 131073]] = True  # null rows in every batch
+    v = pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.array(mask))
+    f = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"v": v}), f)
+    assert repair_pq.scan_list_lengths(f, "v", 2) == (3, 3)
+    assert repair_pq.scan_list_lengths(f, "v", 3) == (n - 6, 3)
+    assert repair_pq.distinct_list_lengths(f, "v") == {2, 3}
+
+
+@pytest.mark.parametrize("x, y, same", [
+    (pa.array([1.0]), pa.array([1.0], pa.float32()), False),  # types differ
+    (pa.array([1.0, float("nan")]), pa.array([1.0, float("nan")]), True),
+    (pa.array([float("nan")]), pa.array([1.0]), False),
+    (pa.array([None, 1.0]), pa.array([1.0, 1.0]), False),
+    (pa.array([[1.0, float("nan")], None]), pa.array([[1.0, float("nan")], None]), True),
+    (pa.array([[1.0], [2.0, 3.0]]), pa.array([[1.0, 2.0], [3.0]]), False),  # list lengths, same leaves
+    (pa.array([[1.0, None, float("nan")]]), pa.array([[None, 1.0, float("nan")]]), False),  # inner nulls
+    (pa.array([[1.0, float("nan")], None]), pa.array([[1.0, float("nan")], []]), False),  # null list vs empty
+    (pa.array([[[1.0], [float("nan"), 2.0]]]), pa.array([[[1.0], [float("nan"), 2.0]]]), True),  # nested
+    (pa.array([[[1.0], [float("nan"), 2.0]]]), pa.array([[[1.0, float("nan")], [2.0]]]), False),
+    (pa.array([[[1.0, None]], [[float("nan")]]]), pa.array([[[1.0, 1.0]], [[float("nan")]]]), False),
+    (pa.array([[1.0, float("nan")]], pa.list_(pa.float32(), 2)),
+     pa.array([[1.0, float("nan")]], pa.list_(pa.float32(), 2)), True),
+    (pa.array([[1, 2]], pa.large_list(pa.int64())), pa.array([[1, 3]], pa.large_list(pa.int64())), False),
+    (pa.array([{"x": 1.0, "y": 1}]), pa.array([{"x": 1.0, "y": 1}]), True),
+    (pa.array([{"x": 1.0, "y": 1}]), pa.array([{"x": 1.0, "y": 2}]), False),
+    (pa.chunked_array([[1.0], [float("nan")]]), pa.chunked_array([[1.0, float("nan")]]), True),
+])
+def test_repair_same_column(x, y, same):
+    assert repair_pq.same_column(x, y) is same
+    assert repair_pq.same_column(y, x) is same
+
+
+# ------------------------------------------------------------------------------------------------ tasks.parquet
+def test_tasks_parquet_is_written_as_lerobot_writes_it(tmp_path):
+    import pandas as pd
+
+    p = tmp_path / "tasks.parquet"
+    repair_pq.write_tasks_parquet(p, [(0, "pick"), (2, "place"), (1, "stack")])
+    schema = pq.read_schema(p)
+    assert schema.names == ["task_index", "task"] and schema.field("task_index").type == pa.int64()
+    assert json.loads(schema.metadata[b"pandas"])["index_columns"] == ["task"]
+    back = pd.read_parquet(p)
+    assert back.index.name == "task" and list(back.index) == ["pick", "place", "stack"]
+    assert list(back.columns) == ["task_index"] and list(back["task_index"]) == [0, 2, 1]
+    repair_pq.write_tasks_parquet(p, [])  # no tasks: still an int64 column
+    assert pq.read_schema(p).field("task_index").type == pa.int64() and len(pd.read_parquet(p)) == 0
+
+
+def _no_pandas_metadata(real):
+    def write(self, path, **kw):
+        t = pa.Table.from_pandas(self)
+        pq.write_table(t.replace_schema_metadata(None), path)
+    return write
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (lambda real: (lambda self, path, **kw: real(self.reset_index(drop=True).rename_axis("task"), path, **kw)),
+     "tasks.parquet rewrite is not indexed by 'task'"),  # a range index named task
+    (_no_pandas_metadata, "tasks.parquet rewrite is not indexed by 'task'"),
+    (lambda real: (lambda self, path, **kw: real(self.assign(extra=1), path, **kw)),
+     "tasks.parquet rewrite does not read back with the same tasks"),  # one column too many
+    (lambda real: (lambda self, path, **kw: real(self.set_axis(["a", "b"]).rename_axis("task"), path, **kw)),
+     "tasks.parquet rewrite does not read back with the same tasks"),  # labels wrong, indices right
+    (lambda real: (lambda self, path, **kw: real(self.assign(task_index=[0, 5]), path, **kw)),
+     "tasks.parquet rewrite does not read back with the same tasks"),  # indices wrong, labels right
+])
+def test_tasks_parquet_rewrite_refuses_a_file_wrong_in_one_way(tmp_path, monkeypatch, wrong, words):
+    import pandas as pd
+
+    p = tmp_path / "tasks.parquet"
+    repair_pq.write_tasks_parquet(p, [(0, "pick"), (1, "place")])
+    before = tree_hash(tmp_path)
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", wrong(pd.DataFrame.to_parquet))
+    with pytest.raises(RewriteError) as exc:
+        repair_pq.write_tasks_parquet(p, [(0, "pick"), (1, "stack")])
+    assert str(exc.value) == f"{p}: {words}"
+    assert tree_hash(tmp_path) == before
