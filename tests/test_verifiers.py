@@ -282,7 +282,8 @@ def _set(table: pa.Table, name: str, values) -> pa.Table:
     (lambda t, n: None if n == 2 else t, "rewrite has 3 rows in 1 row group(s), the original 5 in 2"),
     (lambda t, n: _set(t, "index", [v + 1 for v in t.column("index").to_pylist()]) if n == 2 else t,
      "row group 1: column 'index' differs from the original"),
-    (lambda t, n: _set(t, "x", [None] * t.num_rows) if n == 1 else t, "row group 0: column 'x' differs from the original"),
+    (lambda t, n: _set(t, "x", [None] * t.num_rows) if n == 1 else t,
+     "row group 0: column 'x' differs from the original"),
 ])
 def test_repair_verification_refuses_a_wrong_rewrite(tmp_path, monkeypatch, spoil, words):
     f = _episode_file(tmp_path / "f.parquet")
@@ -673,7 +674,8 @@ def test_repair_op_type_refuses_an_unknown_operation():
 
 
 # ------------------------------------------------------------------------------------------------ repair: metadata
-_HF_COMPACT = b'{"info":{"features":{"x":{"dtype":"float64","_type":"Value"},"s":{"dtype":"int64","_type":"Value"}}},"z":1}'
+_HF_COMPACT = (b'{"info":{"features":{"x":{"dtype":"float64","_type":"Value"},'
+               b'"s":{"dtype":"int64","_type":"Value"}}},"z":1}')
 _PANDAS = json.dumps({"index_columns": [], "columns": [
     {"name": "x", "numpy_type": "float64"}, "not-a-dict", {"name": "s", "numpy_type": "int64"}],
     "pandas_version": "2.2"}).encode()
