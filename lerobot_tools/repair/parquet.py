@@ -253,7 +253,7 @@ def rewrite_parquet(path: Path, ops: list[ColumnOp], metadata: dict[bytes, bytes
 
 def same_column(x: Any, y: Any) -> bool:
     """Value equality of two columns of one type, with NaN equal to NaN (Arrow's ``equals`` says NaN != NaN):
-    same nulls, same list lengths at every level, same leaf values."""
+    same nulls, same list lengths at every level, struct fields compared one by one, same leaf values."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -272,6 +272,8 @@ def same_column(x: Any, y: Any) -> bool:
         x, y = pc.list_flatten(x), pc.list_flatten(y)
         if not pc.is_valid(x).equals(pc.is_valid(y)):
             return False
+    if pa.types.is_struct(x.type):  # field by field, so that a NaN inside a struct equals itself too
+        return all(same_column(a, b) for a, b in zip(x.flatten(), y.flatten()))
     if not pa.types.is_floating(x.type):
         return x.equals(y)
     valid = pc.is_valid(x)
