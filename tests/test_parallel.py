@@ -66,6 +66,83 @@ def test_one_thread_maps_in_the_calling_thread(monkeypatch):
     assert set(thread_map(lambda _: threading.get_ident(), range(5), threads=1)) == {me}
 
 
+class _Clock:
+    """Virtual ``time.perf_counter`` and ``time.thread_time``: an item either computes (both advance) or waits
+    (only the wall clock advances), so the window decisions do not depend on the machine's load."""
+
+    def __init__(self, monkeypatch):
+        self.wall = self.cpu = 0.0
+        monkeypatch.setattr(time, "perf_counter", lambda: self.wall)
+        monkeypatch.setattr(time, "thread_time", lambda: self.cpu)
+
+    def compute(self, s: float) -> None:
+        self.wall += s
+        self.cpu += s
+
+    def wait(self, s: float) -> None:
+        self.wall += s
+
+
+def test_io_bound_work_that_never_waits_stays_in_the_calling_thread(monkeypatch):
+    clock = _Clock(monkeypatch)
+    me = threading.get_ident()
+    n = 3 * _parallel.PROBE_ITEMS + 5
+
+    def work(i: int) -> tuple[int, int]:
+        clock.compute(0.001)
+        clock.wait(0.0009)  # waiting just under half of every item: not enough for the pool to pay
+        return i, threading.get_ident()
+
+    got = list(thread_map(work, range(n), threads=4, io_bound=True))
+    assert [i for i, _ in got] == list(range(n))
+    assert {t for _, t in got} == {me}
+
+
+def test_io_bound_work_moves_to_the_pool_after_the_first_window_that_waits(monkeypatch):
+    clock = _Clock(monkeypatch)
+    me = threading.get_ident()
+    n = _parallel.PROBE_ITEMS
+    lock = threading.Lock()
+
+    def work(i: int) -> tuple[int, int]:
+        with lock:
+            clock.compute(0.001)
+            if i >= n:
+                clock.wait(0.0011)  # from the second window on, each item waits just over half its time
+        return i, threading.get_ident()
+
+    got = list(thread_map(work, range(6 * n), threads=4, io_bound=True))
+    assert [i for i, _ in got] == list(range(6 * n))
+    threads = [t for _, t in got]
+    assert set(threads[: 2 * n]) == {me}  # the waiting window is measured in the calling thread...
+    assert me not in set(threads[2 * n:])  # ...and everything after it goes to the pool
+
+
+def test_io_bound_items_that_really_sleep_go_to_the_pool():
+    me = threading.get_ident()
+
+    def work(i: int) -> tuple[int, int]:
+        time.sleep(0.002)
+        return i, threading.get_ident()
+
+    got = list(thread_map(work, range(4 * _parallel.PROBE_ITEMS), threads=4, io_bound=True))
+    assert [i for i, _ in got] == list(range(4 * _parallel.PROBE_ITEMS))
+    assert me not in {t for _, t in got[_parallel.PROBE_ITEMS:]}
+
+
+def test_io_bound_error_in_the_calling_thread_is_raised_at_its_item():
+    def work(i: int) -> int:
+        if i == 3:
+            raise ValueError("item 3 is broken")
+        return i
+
+    got = []
+    with pytest.raises(ValueError, match="item 3 is broken"):
+        for x in thread_map(work, range(20), threads=4, io_bound=True):
+            got.append(x)
+    assert got == [0, 1, 2]
+
+
 def _report(paths: list[Path], **opts) -> dict:
     import io
 

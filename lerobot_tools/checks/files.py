@@ -106,7 +106,7 @@ def run(ctx: CheckContext) -> None:
     missing = []
     paths = [_locate(ds, df.relpath) for df in data_files]
     reads = thread_map(_read_data_file, [(p, df.relpath) for df, p in zip(data_files, paths)
-                                         if not isinstance(p, DatasetError)])
+                                         if not isinstance(p, DatasetError)], io_bound=True)
     for df, path in zip(data_files, paths):
         rel = df.relpath
         if isinstance(path, DatasetError):

@@ -60,7 +60,7 @@ def run(ctx: CheckContext) -> None:
             located.append((vf, ds.path(vf.relpath)))
         except DatasetError as exc:
             located.append((vf, exc))
-    sniffs = thread_map(sniff, [p for _, p in located if not isinstance(p, DatasetError)])
+    sniffs = thread_map(sniff, [p for _, p in located if not isinstance(p, DatasetError)], io_bound=True)
     plan, todo, done_keys = [], [], set()
     for vf, path in located:
         if isinstance(path, DatasetError):
@@ -75,7 +75,8 @@ def run(ctx: CheckContext) -> None:
             todo.append((vf, path, s, with_header))
         plan.append((vf, path, s, with_header))
     observer = ctx.observer
-    read = thread_map(lambda t: observer.probe_video(t[0].relpath, t[1], pyav=t[3], sniffed=t[2]), todo)
+    read = thread_map(lambda t: observer.probe_video(t[0].relpath, t[1], pyav=t[3], sniffed=t[2]), todo,
+                      io_bound=True)
     for vf, path, s, with_header in plan:
         if isinstance(path, DatasetError):
             ctx.emit("I008", path.message, vf.relpath, key="video_path", video_key=vf.video_key)
