@@ -9,6 +9,7 @@ that has just generated a 1 GB dataset would see its own peak in every measureme
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -68,3 +69,12 @@ def measure_usage(cmd: list[str], *, env: dict | None = None, cwd: str | None = 
     res = subprocess.run([sys.executable, "-c", _USAGE_LAUNCHER, *cmd], env=env, cwd=cwd, stdout=subprocess.PIPE,
                          text=True, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def compile_tree(tree) -> None:
+    """Byte-compile ``tree``'s package, as ``pip install`` does for an installed package (and did for robovet's):
+    with ``PYTHONDONTWRITEBYTECODE`` set, a source tree on ``PYTHONPATH`` would be compiled again in every run
+    (about 0.15 s of lrtool's validate)."""
+    import compileall
+
+    compileall.compile_dir(os.path.join(str(tree), "lerobot_tools"), quiet=1)

@@ -42,7 +42,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _measure import measure_usage  # noqa: E402
+from _measure import compile_tree, measure_usage  # noqa: E402
 
 VALIDATE_TARGET = 10.0
 RESHARD_TARGET = 1.5
@@ -217,6 +217,7 @@ def validate_part(args, work: Path) -> None:
 
     variants = []
     for label, tree in [("lrtool", ROOT)] + ([("lrtool (before)", args.before)] if args.before else []):
+        compile_tree(tree)
         cmd, env = lrtool(tree)
         variants.append((f"{label} --jobs 1", cmd, env))
         cmd, env = lrtool(tree, "--jobs", "2")

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import lrtool, measure_usage  # noqa: E402
+from _measure import compile_tree, lrtool, measure_usage  # noqa: E402
 
 from lerobot_tools.testing.synth import SynthSpec, build_dataset  # noqa: E402
 
@@ -49,6 +49,9 @@ def main() -> None:
     ap.add_argument("--only", choices=sorted(SPECS), default=None)
     args = ap.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="lrtool-bench-stats-"))
+    compile_tree(REPO)
+    if args.old_src:
+        compile_tree(args.old_src)
     new_env = dict(os.environ, PYTHONPATH=str(REPO))
     old_env = dict(os.environ, PYTHONPATH=str(args.old_src)) if args.old_src else None
     try:
