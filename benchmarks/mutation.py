@@ -36,6 +36,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: the tests of every check family: the per-check tests, every committed fixture, the tests written to make a
+#: check fire or a threshold bite
+CHECK_TESTS = ["tests/test_checks.py", "tests/test_validate_fixtures.py", "tests/test_bite_checks.py",
+               "tests/test_boundaries.py"]
+
 #: name -> (module file, pytest arguments selecting the tests that exercise it)
 MODULES: dict[str, tuple[str, list[str]]] = {
     "reshard-verify": ("lerobot_tools/reshard/verify.py", [
@@ -55,15 +60,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
     "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),
-    "checks-files": ("lerobot_tools/checks/files.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
-    "checks-counts": ("lerobot_tools/checks/counts.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
-    "checks-info": ("lerobot_tools/checks/info.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
-    "checks-schema": ("lerobot_tools/checks/schema.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
-    "checks-rowgroups": ("lerobot_tools/checks/rowgroups.py", [
-        "tests/test_checks.py", "tests/test_validate_fixtures.py"]),
-    "checks-tasks": ("lerobot_tools/checks/tasks.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
-    "checks-videos": ("lerobot_tools/checks/videos.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
-    "checks-deep": ("lerobot_tools/checks/deep.py", ["tests/test_checks.py", "tests/test_validate_fixtures.py"]),
+    "checks-files": ("lerobot_tools/checks/files.py", [*CHECK_TESTS]),
+    "checks-counts": ("lerobot_tools/checks/counts.py", [*CHECK_TESTS]),
+    "checks-info": ("lerobot_tools/checks/info.py", [*CHECK_TESTS]),
+    "checks-schema": ("lerobot_tools/checks/schema.py", [*CHECK_TESTS]),
+    "checks-rowgroups": ("lerobot_tools/checks/rowgroups.py", [*CHECK_TESTS, "tests/test_bite_rowgroups.py"]),
+    "checks-tasks": ("lerobot_tools/checks/tasks.py", [*CHECK_TESTS]),
+    "checks-videos": ("lerobot_tools/checks/videos.py", [*CHECK_TESTS, "tests/test_bite_boundaries.py"]),
+    "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS]),
 }
 
 #: tests left out everywhere: subprocesses killed or signalled at random moments (racy under load), real tmpfs mounts, several processes racing
