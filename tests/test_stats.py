@@ -226,6 +226,63 @@ def test_g010_compares_a_file_in_slices_of_episodes_with_the_same_findings(v3, m
     assert sorted(f.message for f in sliced) == sorted(f.message for f in whole)
 
 
+def test_deep_keeps_the_first_stored_statistics_blocks_within_its_byte_budget(v3, monkeypatch):
+    """``--deep`` reads each kept block of stored statistics once (the stream, then two lookups from memory); a
+    block past :data:`StatsBlocks.KEEP_BYTES` is read again; without ``--deep`` nothing is kept. The findings are
+    the same whatever is kept."""
+    import pyarrow.parquet as pq_mod
+
+    from lerobot_tools.checks.stats import stored
+    from lerobot_tools.dataset.model import Dataset
+
+    _set_v3(v3, 0, "stats/action/std", lambda v: [0.0] + v[1:])
+    _set_v3(v3, 3, "stats/observation.state/mean", lambda v: [v[0] + 100.0] + v[1:])
+    ep_file = _episodes_parquet(v3)
+    pq.write_table(pq.read_table(ep_file), ep_file, row_group_size=1)  # several row groups, as lerobot writes
+    monkeypatch.setattr(stored.StatsBlocks, "BLOCK_ROWS", 1)  # one block per row group of the episodes file
+    n_groups = pq.ParquetFile(ep_file).metadata.num_row_groups
+    assert n_groups >= 3
+    reads: list[int] = []
+    real = pq_mod.ParquetFile.read_row_groups
+
+    def counting(self, row_groups, *a, **kw):
+        reads.append(len(row_groups))
+        return real(self, row_groups, *a, **kw)
+
+    monkeypatch.setattr(pq_mod.ParquetFile, "read_row_groups", counting)
+    kept_all = _report(v3, deep=True)
+    assert len(reads) == n_groups  # each block read once, in the stream
+    reads.clear()
+    budgets: list[int] = []
+    real_init = stored.StatsBlocks.__init__
+
+    def recording(self, *a, **kw):
+        real_init(self, *a, **kw)
+        budgets.append(self.keep_bytes)
+
+    monkeypatch.setattr(stored.StatsBlocks, "__init__", recording)
+    shallow = _report(v3)
+    assert len(reads) == n_groups and budgets == [0]  # nothing will look the blocks up again: none is kept
+    _report(v3, deep=True, ignore={"G010"})
+    assert budgets == [0, 0]
+    # a budget of one block's bytes: the first block is kept, every other one is read again in each lookup
+    reader = stored.StatsBlocks(Dataset(v3), keep=True)
+    one = next(iter(reader)).nbytes
+    assert 0 < one
+    monkeypatch.setattr(stored.StatsBlocks, "KEEP_BYTES", one)
+    reads.clear()
+    kept_one = _report(v3, deep=True)
+    assert n_groups + 1 < len(reads) <= n_groups + 2 * (n_groups - 1)
+    monkeypatch.setattr(stored.StatsBlocks, "KEEP_BYTES", 0)
+    kept_none = _report(v3, deep=True)
+    g010 = sorted(f.message for f in _findings(kept_all, "G010"))
+    assert any("episode 0: 'action' std[0]" in m for m in g010)
+    assert any("episode 3: 'observation.state' mean[0]" in m for m in g010)
+    assert sorted(f.message for f in _findings(kept_one, "G010")) == g010
+    assert sorted(f.message for f in _findings(kept_none, "G010")) == g010
+    assert not _findings(shallow, "G010")
+
+
 def test_g010_sample_std_and_float32_rounding_are_accepted(v21):
     (v21 / "meta/stats.json").unlink()  # lerobot 0.3 writes no stats.json for v2.1
 

@@ -234,7 +234,7 @@ def run(ctx: CheckContext) -> None:
         global_unreadable = True
     else:
         global_unreadable = False
-    reader = st.StatsBlocks(ds)
+    reader = st.StatsBlocks(ds, keep=ctx.options.deep and ctx.enabled("G010"))  # the deep pass looks them up again
     if not episodes_stats_ok or (reader.kind == "parquet" and not ctx.episodes_ok):
         if reader.kind == "parquet":  # the episode metadata's own finding (C007, F004...) states the cause
             ctx.skip("G003-G008 per episode", "the episode metadata could not be read")
