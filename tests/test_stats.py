@@ -267,12 +267,17 @@ def test_deep_keeps_the_first_stored_statistics_blocks_within_its_byte_budget(v3
     assert budgets == [0, 0]
     # a budget of one block's bytes: the first block is kept, every other one is read again in each lookup
     reader = stored.StatsBlocks(Dataset(v3), keep=True)
-    one = next(iter(reader)).nbytes
-    assert 0 < one
+    blocks = list(reader)
+    one = blocks[0].nbytes
+    assert 0 < one and len(blocks) == n_groups
+    assert reader._files == {}  # every block is kept: the file's parsed footer is let go after the stream
+    assert reader.lookup([3])[3][0] is blocks[3]
     monkeypatch.setattr(stored.StatsBlocks, "KEEP_BYTES", one)
     reads.clear()
     kept_one = _report(v3, deep=True)
     assert n_groups + 1 < len(reads) <= n_groups + 2 * (n_groups - 1)
+    partial = stored.StatsBlocks(Dataset(v3), keep=True)  # one block kept: the file stays open for the others
+    assert len(list(partial)) == n_groups and list(partial._files) == [ep_file.relative_to(v3).as_posix()]
     monkeypatch.setattr(stored.StatsBlocks, "KEEP_BYTES", 0)
     kept_none = _report(v3, deep=True)
     g010 = sorted(f.message for f in _findings(kept_all, "G010"))
