@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_tools.reshard.model import PlannedGroup, ReshardOptions, VerifyError, _Oversize
-from lerobot_tools.reshard.verify import _arrays_equal, _compare_content, verify_rewrite
+from lerobot_tools._arrow import values_equal
+from lerobot_tools.reshard.verify import _compare_content, verify_rewrite
 
 LENGTHS = (3, 4, 2)  # episodes 0, 1, 2
 
@@ -212,9 +213,9 @@ def _nan(payload: int) -> float:
     (pa.array(["a", "b"]), pa.array(["a", "c"]), False),
     (pa.array([1, 2]), pa.array([1, 2]), True),
 ])
-def test_arrays_equal(a, b, equal):
-    assert _arrays_equal(a, b) is equal
-    assert _arrays_equal(b, a) is equal
+def testvalues_equal(a, b, equal):
+    assert values_equal(a, b) is equal
+    assert values_equal(b, a) is equal
 
 
 @pytest.mark.parametrize("batch_rows", [1, 2, 4, 4096])
@@ -259,9 +260,9 @@ def test_lists_with_nulls_in_the_same_rows_and_nan(typ):
     more in a row, or a value changed: not equal. ``list_view`` (Arrow >= 16) is compared like ``list``."""
     nan = float("nan")
     a = pa.array([[nan, 1.0], None, [3.0]], typ)
-    assert _arrays_equal(a, pa.array([[nan, 1.0], None, [3.0]], typ)) is True
-    assert _arrays_equal(a, pa.array([[nan, 1.0], None, [4.0]], typ)) is False
-    assert _arrays_equal(a, pa.array([[nan], None, [1.0, 3.0]], typ)) is False
+    assert values_equal(a, pa.array([[nan, 1.0], None, [3.0]], typ)) is True
+    assert values_equal(a, pa.array([[nan, 1.0], None, [4.0]], typ)) is False
+    assert values_equal(a, pa.array([[nan], None, [1.0, 3.0]], typ)) is False
 
 
 # ------------------------------------------------------------------------------------------- unreadable pages

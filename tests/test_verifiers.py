@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_tools import _io
+from lerobot_tools._arrow import values_equal
 from lerobot_tools.reshard import ReshardOptions, reshard_file
 from lerobot_tools.reshard import write as reshard_write
 
@@ -571,9 +572,9 @@ def test_prefetch_dry_run_checks_files_on_disk(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ reshard content
 def _eq(a, b) -> bool:
-    from lerobot_tools.reshard.verify import _arrays_equal
+    from lerobot_tools._arrow import values_equal
 
-    return _arrays_equal(a, b)
+    return values_equal(a, b)
 
 
 @pytest.mark.parametrize("a, b, equal", [
@@ -984,9 +985,9 @@ def test_repair_scan_list_lengths_counts_over_every_batch(tmp_path):
     (pa.array([{"x": 1.0, "y": 1}]), pa.array([{"x": 1.0, "y": 2}]), False),
     (pa.chunked_array([[1.0], [float("nan")]]), pa.chunked_array([[1.0, float("nan")]]), True),
 ])
-def test_repair_same_column(x, y, same):
-    assert repair_pq.same_column(x, y) is same
-    assert repair_pq.same_column(y, x) is same
+def test_values_equal_as_repair_uses_it(x, y, same):
+    assert values_equal(x, y) is same
+    assert values_equal(y, x) is same
 
 
 # ------------------------------------------------------------------------------------------------ tasks.parquet
@@ -1049,5 +1050,5 @@ def test_repair_rewrite_keeps_a_struct_column_holding_nan(tmp_path):
     assert out.schema.field("a").type == pa.float32()
     got = out.column("st").to_pylist()
     assert got[0]["x"] != got[0]["x"] and got[0]["y"] == 1 and got[1] == {"x": 2.5, "y": None} and got[2] is None
-    assert repair_pq.same_column(st, st)
-    assert not repair_pq.same_column(st, pa.array([{"x": 1.0, "y": 1}, {"x": 2.5, "y": None}, None], st.type))
+    assert values_equal(st, st)
+    assert not values_equal(st, pa.array([{"x": 1.0, "y": 1}, {"x": 2.5, "y": None}, None], st.type))

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from lerobot_tools._arrow import is_list_type, values_equal
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.repair.model import ColumnOp
 
@@ -25,12 +26,6 @@ _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd
 
 class RewriteError(DatasetError):
     """A column operation cannot be applied without changing values (wrong list length, ...)."""
-
-
-def _is_list(t) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
 def op_type(op: ColumnOp, t: Any) -> Any:
@@ -45,7 +40,7 @@ def op_type(op: ColumnOp, t: Any) -> Any:
         return None
     if op.kind == "dtype":
         return with_value_type(t, op.dtype)
-    if not _is_list(t):
+    if not is_list_type(t):
         raise RewriteError(f"column {op.column!r} is {t}, not a list", None)
     if op.kind == "fixed":
         return pa.list_(t.value_field, op.length)
@@ -72,7 +67,7 @@ def leaf_values(arr: Any) -> Any:
     """The innermost values of a (nested) list array, flattened (null lists contribute nothing)."""
     import pyarrow.compute as pc
 
-    while _is_list(arr.type):
+    while is_list_type(arr.type):
         arr = pc.list_flatten(arr)
     return arr
 
@@ -251,37 +246,6 @@ def rewrite_parquet(path: Path, ops: list[ColumnOp], metadata: dict[bytes, bytes
     pf.close()
 
 
-def same_column(x: Any, y: Any) -> bool:
-    """Value equality of two columns of one type, with NaN equal to NaN (Arrow's ``equals`` says NaN != NaN):
-    same nulls, same list lengths at every level, struct fields compared one by one, same leaf values."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if hasattr(x, "combine_chunks"):
-        x = x.combine_chunks()
-    if hasattr(y, "combine_chunks"):
-        y = y.combine_chunks()
-    if x.equals(y):
-        return True
-    if x.type != y.type or len(x) != len(y) or not pc.is_valid(x).equals(pc.is_valid(y)):
-        return False
-    while _is_list(x.type):
-        if not pc.list_value_length(x).equals(pc.list_value_length(y)):
-            return False
-        x, y = pc.list_flatten(x), pc.list_flatten(y)
-        if not pc.is_valid(x).equals(pc.is_valid(y)):
-            return False
-    if pa.types.is_struct(x.type):  # field by field, so that a NaN inside a struct equals itself too
-        return all(same_column(a, b) for a, b in zip(x.flatten(), y.flatten()))
-    if not pa.types.is_floating(x.type):
-        return x.equals(y)
-    valid = pc.is_valid(x)
-    xa = x.filter(valid).to_numpy(zero_copy_only=False)
-    ya = y.filter(valid).to_numpy(zero_copy_only=False)
-    return bool(np.array_equal(xa, ya, equal_nan=True))
-
-
 def verify_rewrite(old_path: Path, new_path: Path, ops: list[ColumnOp], schema: Any) -> None:
     """Check a rewritten file against the original (see module docstring).
 
@@ -315,14 +279,14 @@ def verify_rewrite(old_path: Path, new_path: Path, ops: list[ColumnOp], schema: 
                 raise RewriteError(f"row group {i} has {b.num_rows} rows instead of {a.num_rows}", rel)
             expected = apply_ops(a, ops)
             for name in expected.column_names:
-                if not same_column(b.column(name), expected.column(name).cast(b.schema.field(name).type)):
+                if not values_equal(b.column(name), expected.column(name).cast(b.schema.field(name).type)):
                     raise RewriteError(f"row group {i}: column {name!r} differs from the original", rel)
             for name, op in by_col.items():
                 if op.kind == "drop" or name not in a.column_names:
                     continue
                 # independent value check: the flattened original values equal the new values
                 if op.kind == "dtype":
-                    if not same_column(b.column(name).cast(a.column(name).type, safe=False), a.column(name)):
+                    if not values_equal(b.column(name).cast(a.column(name).type, safe=False), a.column(name)):
                         raise RewriteError(f"row group {i}: values of {name!r} changed", rel)
                     continue
                 before = pc.list_flatten(a.column(name))
@@ -330,7 +294,7 @@ def verify_rewrite(old_path: Path, new_path: Path, ops: list[ColumnOp], schema: 
                     after = b.column(name).filter(pc.is_valid(a.column(name)))
                 else:
                     after = pc.list_flatten(b.column(name))
-                if not same_column(before, after):
+                if not values_equal(before, after):
                     raise RewriteError(f"row group {i}: values of {name!r} changed", rel)
             if len(b.column_names) != len(expected.column_names):
                 raise RewriteError(f"row group {i}: columns {b.column_names} instead of {expected.column_names}", rel)

@@ -6,35 +6,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from lerobot_tools._arrow import values_equal
 from lerobot_tools.reshard.model import _CODEC_NAMES, PlannedGroup, ReshardOptions, VerifyError, _Oversize
 from lerobot_tools.reshard.read import _guarded, _open, _prefetched
-
-
-def _arrays_equal(a, b) -> bool:
-    """Content equality of two Arrow arrays of the same length, NaN == NaN (any payload)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if a.type != b.type or len(a) != len(b):
-        return False
-    if a.equals(b):
-        return True
-    t = a.type
-    if a.null_count != b.null_count or not a.is_null().equals(b.is_null()):
-        return False
-    if pa.types.is_floating(t):
-        x = a.fill_null(0).to_numpy(zero_copy_only=False)
-        y = b.fill_null(0).to_numpy(zero_copy_only=False)
-        return bool(np.array_equal(x, y, equal_nan=True))
-    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            or getattr(pa.types, "is_list_view", lambda _: False)(t)):
-        if not pc.list_value_length(a).fill_null(-1).equals(pc.list_value_length(b).fill_null(-1)):
-            return False
-        return _arrays_equal(pc.list_flatten(a), pc.list_flatten(b))
-    if pa.types.is_struct(t):
-        return all(_arrays_equal(x, y) for x, y in zip(a.flatten(), b.flatten()))
-    return False  # strings, integers, binaries...: Arrow equality is exact
 
 
 def _compare_content(original: Path, new: Path, batch_rows: int) -> int:
@@ -64,7 +38,7 @@ def _compare_content(original: Path, new: Path, batch_rows: int) -> int:
                 break
             n = min(a.num_rows, b.num_rows)
             for i, name in enumerate(names):
-                if not _arrays_equal(a.column(i).slice(0, n), b.column(i).slice(0, n)):
+                if not values_equal(a.column(i).slice(0, n), b.column(i).slice(0, n)):
                     raise VerifyError(f"verification failed: column {name} differs in rows {pos}-{pos + n - 1}")
             a = a.slice(n)
             b = b.slice(n)
