@@ -68,6 +68,15 @@ def nvidia_driver_capabilities() -> str | None:
     return os.environ.get("NVIDIA_DRIVER_CAPABILITIES")
 
 
+#: the Hub huggingface_hub talks to when ``HF_ENDPOINT`` is not set
+DEFAULT_ENDPOINT = "https://huggingface.co"
+
+
+def endpoint_from_env() -> str:
+    """``HF_ENDPOINT`` read now (not at import time), trailing ``/`` removed; default :data:`DEFAULT_ENDPOINT`."""
+    return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+
+
 def endpoint_problem(url: str) -> str | None:
     """Why ``url`` cannot be a Hub endpoint (``HF_ENDPOINT``), in a few words, or None when it can: it must be
     an ``http``/``https`` URL with a host and, if it names one, a port that is a number in 0-65535."""

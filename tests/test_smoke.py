@@ -185,3 +185,18 @@ def test_one_line_unwraps_dataloader_worker_errors():
         wrapped.reraise()
     assert "Traceback" in str(exc.value)
     assert loader_error_line(exc.value) == "FrameTimestampError in a DataLoader worker: videos/x.mp4: episode 1: query 2.1 s has no frame"
+
+
+@pytest.mark.parametrize("endpoint,problem", [
+    ("ftp://mirror.example/", "not an http(s) URL"),
+    ("http://mirror.example:99999", "not a valid URL (Port out of range 0-65535)"),
+])
+def test_an_endpoint_that_is_not_a_url_stops_smoke_with_one_line(tmp_path, endpoint, problem):
+    """huggingface_hub (imported by datasets) raises on import for such an HF_ENDPOINT: smoke says so first."""
+    env = {**os.environ, "HF_ENDPOINT": endpoint}
+    r = subprocess.run([sys.executable, "-m", "lerobot_tools", "smoke", str(FIXTURES / "clean_v21"), "--cache-dir",
+                        str(tmp_path / "c")], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 2, r.stderr
+    shown = endpoint.rstrip("/")
+    assert r.stderr.strip().splitlines() == [
+        f"lrtool: error: HF_ENDPOINT {shown!r} is {problem}; set it to an http(s) URL or unset it"], r.stderr

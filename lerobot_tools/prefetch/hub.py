@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote, urljoin, urlsplit
 
-from lerobot_tools._env import endpoint_problem
+from lerobot_tools._env import DEFAULT_ENDPOINT, endpoint_from_env, endpoint_problem  # noqa: F401 (re-exported)
 from lerobot_tools.dataset.mixture import SHA_RE
 from lerobot_tools.errors import one_line
 from lerobot_tools.prefetch.budget import SYSTEM_CLOCK, Budgets, Clock, Ticket, WaitTooLong, human_s, utc_after
@@ -53,7 +53,6 @@ from lerobot_tools.prefetch.ratelimit import bucket_of_url, parse_ratelimit, par
 
 log = logging.getLogger("lerobot_tools.prefetch")
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 TRANSIENT_CODES = (408, 500, 502, 503, 504)
 _CHUNK = 1 << 16
@@ -73,11 +72,6 @@ def _read_json(resp, what: str) -> Any:
         if len(buf) > MAX_JSON_BYTES:
             raise HubError(f"{what}: answer larger than {MAX_JSON_BYTES >> 20} MiB")
     return json.loads(bytes(buf))
-
-
-def endpoint_from_env() -> str:
-    """``HF_ENDPOINT`` read now (not at import time), trailing ``/`` removed; default https://huggingface.co."""
-    return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
 class HubError(Exception):

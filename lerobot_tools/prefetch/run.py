@@ -39,8 +39,7 @@ from lerobot_tools.dataset.mixture import read_mixture
 from lerobot_tools.errors import LrtoolError, UsageError
 from lerobot_tools.prefetch import local
 from lerobot_tools.prefetch.budget import DEFAULT_MAX_WAIT_S, DEFAULT_WINDOW_S, Budgets, Clock
-from lerobot_tools._env import endpoint_problem
-from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy, endpoint_from_env, get_token_to_send
+from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy, get_token_to_send
 from lerobot_tools.prefetch.local import TreeFile
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from lerobot_tools.prefetch.offline import offline_job
@@ -415,8 +414,8 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None, *, onl
         return PrefetchReport(mixture, results, None, True, o.dry_run, lock_path, False, 0,
                               time.perf_counter() - t0)
 
-    endpoint = (o.endpoint or endpoint_from_env()).rstrip("/")
-    problem = endpoint_problem(endpoint)  # before huggingface_hub is imported: it fails on import for a bad URL
+    endpoint = (o.endpoint or _env.endpoint_from_env()).rstrip("/")
+    problem = _env.endpoint_problem(endpoint)  # before huggingface_hub is imported: it fails on import for a bad URL
     if problem:
         raise UsageError(f"Hub endpoint {endpoint!r} is {problem} (set HF_ENDPOINT to an http(s) URL)")
     token = o.token if isinstance(o.token, str) else (None if o.token is False else get_token_to_send())

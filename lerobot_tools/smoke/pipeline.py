@@ -314,12 +314,10 @@ def require_loader_deps() -> None:
         UsageError: one of them is not installed (the ``loaders`` extra), or ``HF_ENDPOINT`` is not a URL
             (huggingface_hub, which datasets imports, fails on import then).
     """
-    import os
+    from lerobot_tools._env import endpoint_from_env, endpoint_problem
 
-    from lerobot_tools._env import endpoint_problem
-
-    endpoint = os.environ.get("HF_ENDPOINT")
-    problem = endpoint_problem(endpoint.rstrip("/")) if endpoint else None
+    endpoint = endpoint_from_env()
+    problem = endpoint_problem(endpoint)
     if problem:  # huggingface_hub (imported by datasets) fails on import with a ValueError for such a URL
         raise UsageError(f"HF_ENDPOINT {endpoint!r} is {problem}; set it to an http(s) URL or unset it")
     try:
