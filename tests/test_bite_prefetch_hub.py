@@ -378,6 +378,8 @@ def test_body_that_cannot_be_decoded_fails_that_file_only(tmp_path, srv, clock):
     ("http://127.0.0.1:99999/api/x", "ValueError: Port out of range 0-65535"),
     ("http://127.0.0.1:port/api/x", "ValueError: Port could not be cast to integer value as 'port'"),
     ("http://[::1/api/x", "ValueError: Invalid IPv6 URL"),
+    ("ftp://127.0.0.1/api/x", "not an http(s) URL"),  # was retried 6 times as a connection failure (31 s)
+    ("file:///etc/passwd", "not an http(s) URL"),
 ])
 def test_redirect_to_an_invalid_url_fails_that_repo_only(tmp_path, srv, clock, location, error):
     """A Location that is not a URL is the server's fault: one line for the repo (or the file) it was sent for;

@@ -381,6 +381,9 @@ class HubClient:
                     except ValueError as exc:
                         raise HubError(f"{what}: redirect to an invalid URL ({one_line(exc, typed=True)})",
                                        code) from None
+                    problem = endpoint_problem(url)  # ftp://, file://: httpx cannot send it; retrying cannot help
+                    if problem:
+                        raise HubError(f"{what}: redirect to an invalid URL ({problem})", code)
                     params = None
                     continue
                 if code == 429:
