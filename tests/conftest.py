@@ -4,6 +4,8 @@
 * ``as_nobody``: a context manager that runs its block with the effective uid/gid 65534 when the tests run as root,
   so that permission bits apply (root bypasses them); a no-op for other users.
 * ``run_ranks``: runs one process per rank (a real multi-process group) and returns their output.
+* ``tmpfs``: mounts a real tmpfs of a given size at ``tmp_path/mnt`` (root only, skipped otherwise) and unmounts it
+  after the test: a real full disk.
 * ``isolated_hub_env``: a per-test Hugging Face environment (``HF_HOME`` and ``HF_LEROBOT_HOME`` under ``tmp_path``,
   no proxy for 127.0.0.1, no token, no telemetry, online), for tests that talk to a local Hub server; request it
   with ``pytestmark = pytest.mark.usefixtures("isolated_hub_env")``.
@@ -13,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +116,24 @@ def _run_ranks(argv_of_rank, world: int = 2, *, timeout: float = 120) -> list[st
 def run_ranks():
     """``run_ranks(lambda r: [script, r, ...], world=2, timeout=120)``: see :func:`_run_ranks`."""
     return _run_ranks
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A real tmpfs mount (root only); yields (mountpoint, mount(size) function)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    mounted = []
+
+    def mount(size: int, *extra: str) -> Path:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip() or r.returncode})")
+        mounted.append(mnt)
+        return mnt
+
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root to mount a tmpfs")
+    yield mount
+    for m in mounted:
+        subprocess.run(["umount", "-l", str(m)], capture_output=True)

@@ -975,3 +975,21 @@ def test_short_bodies_that_progress_are_bounded_by_the_attempts(tmp_path, srv, c
     assert str(ei.value) == f"org/x/{BIG}: gave up after 4 attempts"
     assert big_ranges(srv) == [(None, 200)] + [("bytes=100-", 200)] * 3 and clock.sleeps == [1.0] * 4
     assert stats_of(stats) == (4, {"download": 4}, {"resolvers": 4}, {"200": 4, "conn": 4}, 4.0)
+
+
+def test_a_full_disk_fails_the_file_with_one_line_and_no_retry(tmp_path, srv, clock, tmpfs):
+    """A real full disk (a 64 KiB tmpfs) while a 300,000-byte file arrives: that file fails at once with the OS
+    error, not as a dropped connection retried with backoff; no temporary file is left behind."""
+    big = "data/chunk-000/big.bin"
+    srv.add_repo("org/big", {INFO: FILES[INFO], big: bytes(range(256)) * 1172})
+    mnt = tmpfs(64 * 1024)
+    mix = write_mixture(tmp_path, "org/big")  # the mixture and the lock file are on the normal disk
+    rep = run(mix, srv, mnt / "out", clock, max_workers=1)
+    assert rep.exit_status == 1
+    (res,) = rep.results
+    assert res.status == "incomplete", res.to_dict()
+    assert res.problems == [f"{big}: cannot write the downloaded bytes to disk "
+                            "(No space left on device (errno 28: ENOSPC))"]
+    assert len([r for r in srv.requests("get") if r.path == big]) == 1 and clock.sleeps == []
+    left = [p.name for p in (mnt / "out").rglob("*") if p.is_file()]
+    assert not [n for n in left if ".lrtool-tmp-" in n] and "big.bin" not in left

@@ -519,27 +519,6 @@ def test_full_disk_monkeypatched_enospc(tmp_path, monkeypatch):
     assert not glob.glob(str(victim.parent / f"{TMP_PREFIX}*"))
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """A real tmpfs mount (root only); yields (mountpoint, mount(size) function)."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    mounted = []
-
-    def mount(size: int, *extra: str) -> Path:
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True)
-        if r.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip() or r.returncode})")
-        mounted.append(mnt)
-        return mnt
-
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("needs root to mount a tmpfs")
-    yield mount
-    for m in mounted:
-        subprocess.run(["umount", "-l", str(m)], capture_output=True)
-
-
 def test_full_disk_real_tmpfs_and_read_only_filesystem(tmp_path, tmpfs):
     src = synth(tmp_path / "src", version="v2.1", episode_lengths=[3000, 20, 20],
                 extra_vector_features={"observation.extra": 128})

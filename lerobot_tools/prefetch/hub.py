@@ -168,6 +168,15 @@ def get_token_to_send() -> str | None:
         return None
 
 
+def _os_error(exc: OSError) -> str:
+    """``No space left on device (errno 28: ENOSPC)``."""
+    import errno
+
+    if exc.errno:
+        return f"{os.strerror(exc.errno)} (errno {exc.errno}: {errno.errorcode.get(exc.errno, '?')})"
+    return one_line(exc)
+
+
 def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
     port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
@@ -569,7 +578,11 @@ class HubClient:
                 progressed = False
                 try:
                     for chunk in resp.iter_bytes():  # as received, so a cut keeps every byte that arrived
-                        out.write(chunk)
+                        try:
+                            out.write(chunk)
+                        except OSError as exc:  # a full disk, a quota, an I/O error: not the connection's fault
+                            raise HubError(f"{entry.path}: cannot write the downloaded bytes to disk "
+                                           f"({_os_error(exc)})") from None
                         hasher.update(chunk)
                         state["have"] += len(chunk)
                         received += len(chunk)
