@@ -552,7 +552,9 @@ class HubClient:
                 fh.truncate(0)
                 hasher.reset()
                 have = 0
-        state = {"have": have}
+        # "best": the most bytes any attempt has held; an attempt that ends below or at it made no progress (a
+        # server that ignores Range and keeps sending the same short 200 restarts from 0 every time)
+        state = {"have": have, "best": have}
 
         def range_start() -> int:
             return state["have"] if 0 < state["have"] < entry.size else 0
@@ -575,7 +577,6 @@ class HubClient:
                 else:
                     hasher.reset()
                     state["have"] = 0
-                progressed = False
                 try:
                     for chunk in resp.iter_bytes():  # as received, so a cut keeps every byte that arrived
                         try:
@@ -586,7 +587,6 @@ class HubClient:
                         hasher.update(chunk)
                         state["have"] += len(chunk)
                         received += len(chunk)
-                        progressed = True
                         if on_bytes is not None:
                             on_bytes(len(chunk))
                         if state["have"] > entry.size:
@@ -597,11 +597,18 @@ class HubClient:
                     if isinstance(exc, (httpx2.TransportError, httpx2.StreamError, OSError)):
                         out.flush()
                         raise _Transient(f"connection dropped after {state['have']} of {entry.size} bytes",
-                                         progressed) from None
+                                         gained()) from None
                     raise
             if state["have"] < entry.size:
-                raise _Transient(f"body ended after {state['have']} of {entry.size} bytes", progressed)
+                raise _Transient(f"body ended after {state['have']} of {entry.size} bytes", gained())
             return None
+
+        def gained() -> bool:
+            """The attempt holds more bytes than any before it (and records that)."""
+            if state["have"] > state["best"]:
+                state["best"] = state["have"]
+                return True
+            return False
 
         if entry.size == 0:
             Path(tmp).write_bytes(b"")
