@@ -14,26 +14,18 @@ from pathlib import Path
 from typing import Iterable
 
 from lerobot_tools.checks.context import ValidateOptions
-from lerobot_tools.checks.engine import validate_target
+from lerobot_tools.checks.engine import validate_contained
 from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.targets import Target, merge_identical, resolve_target
 from lerobot_tools.errors import UsageError
-from lerobot_tools.findings import DatasetReport, Finding, NotChecked
+from lerobot_tools.findings import DatasetReport, Finding
 from lerobot_tools.report import fingerprint, read_baseline, write_baseline
 
 
 def validate_one(target: Target, options: ValidateOptions, *, observer: FileObserver | None = None) -> DatasetReport:
-    """:func:`~lerobot_tools.checks.engine.validate_target`, with an internal error turned into an ``M001``
-    finding: a bug must not take down the other 399 datasets of a mixture. Never raises."""
-    try:
-        return validate_target(target, options, observer=observer)
-    except Exception as exc:
-        rep = DatasetReport(target=target.spec, root=str(target.root) if target.root else None,
-                            codebase_version=None, source=target.source)
-        rep.findings.append(Finding("M001", "error", None,
-                                    f"lrtool failed on this dataset ({type(exc).__name__}: {exc}); please report it"))
-        rep.not_checked.append(NotChecked("all checks", "internal error"))
-        return rep
+    """:func:`~lerobot_tools.checks.engine.validate_contained`: a bug must not take down the other 399 datasets of a
+    mixture. Never raises."""
+    return validate_contained(target, options, observer=observer)
 
 
 def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:

@@ -35,7 +35,7 @@ def _count_runs(monkeypatch) -> list[str]:
         seen.append(target.spec)
         return real(target, *args, **kwargs)
 
-    monkeypatch.setattr("lerobot_tools.validate.validate_target", counting)
+    monkeypatch.setattr("lerobot_tools.checks.engine.validate_target", counting)
     return seen
 
 

@@ -841,3 +841,44 @@ def test_repair_tables_agree_with_the_catalogue():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     table = readme.split("| check | repair |", 1)[1].split("\n\n", 1)[0]
     assert set(re.findall(r"\b[A-Z]\d{3}\b", table)) == set(auto)
+
+
+# ---------------------------------------------------------------------- an internal error while validating
+def _crash_family(monkeypatch, *, after_calls: int = 0) -> list[int]:
+    """Make the tasks family raise RuntimeError("boom") from its ``after_calls + 1``-th run on; returns the call log."""
+    from lerobot_tools.checks import tasks
+
+    calls: list[int] = []
+    real = tasks.run
+
+    def crashing(ctx):
+        calls.append(1)
+        if len(calls) > after_calls:
+            raise RuntimeError("boom")
+        return real(ctx)
+
+    monkeypatch.setattr(tasks, "run", crashing)
+    return calls
+
+
+def test_an_internal_error_in_repair_s_validation_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    root = copy_fixture("broken_wrong_totals", tmp_path)
+    before = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    _crash_family(monkeypatch)
+    res = cli_run(root)
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert res.exit_code != 0
+    assert "lrtool failed on this dataset (RuntimeError: boom); please report it" in res.output
+    assert "Traceback" not in res.output
+    assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_an_internal_error_in_the_check_after_a_repair_rolls_it_back(tmp_path, monkeypatch):
+    root = copy_fixture("broken_wrong_totals", tmp_path)
+    before = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file() and ".lrtool" not in p.parts}
+    calls = _crash_family(monkeypatch, after_calls=1)  # the plan's validation runs; the one after the repair fails
+    result = repair(root)
+    assert len(calls) == 2
+    assert result.rolled_back and any("M001" in w for w in result.worse), (result.worse, result.failed)
+    after = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file() and ".lrtool" not in p.parts}
+    assert after == before

@@ -19,9 +19,9 @@ from lerobot_tools.dataset.model import INFO_PATH, Dataset, NotADatasetError
 from lerobot_tools.dataset.placeholders import UnreadableFileError, shared_causes
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import DatasetError
-from lerobot_tools.findings import DatasetReport, group_findings
+from lerobot_tools.findings import DatasetReport, Finding, NotChecked, group_findings
 
-__all__ = ["CheckContext", "FileObserver", "StopChecks", "ValidateOptions", "validate_target"]
+__all__ = ["CheckContext", "FileObserver", "StopChecks", "ValidateOptions", "validate_contained", "validate_target"]
 
 
 Family = Callable[[CheckContext], None]
@@ -92,3 +92,19 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
     report.not_checked = ctx.not_checked
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def validate_contained(target: Target, options: ValidateOptions | None = None, *,
+                       observer: FileObserver | None = None) -> DatasetReport:
+    """:func:`validate_target` with an internal error (a bug in lrtool) turned into an ``M001`` finding that asks
+    for a report, so that the caller (validate over a mixture, repair's plan and its check after the repair) goes
+    on with one line instead of a traceback. Never raises an ``Exception``."""
+    try:
+        return validate_target(target, options, observer=observer)
+    except Exception as exc:
+        rep = DatasetReport(target=target.spec, root=str(target.root) if target.root else None,
+                            codebase_version=None, source=target.source)
+        rep.findings.append(Finding("M001", "error", None,
+                                    f"lrtool failed on this dataset ({type(exc).__name__}: {exc}); please report it"))
+        rep.not_checked.append(NotChecked("all checks", "internal error"))
+        return rep

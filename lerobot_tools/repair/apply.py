@@ -22,7 +22,7 @@ from pathlib import Path
 
 from lerobot_tools._io import atomic_path, clean_stale_temps, fsync_dir
 from lerobot_tools._lock import dataset_lock
-from lerobot_tools.checks.engine import validate_target
+from lerobot_tools.checks.engine import validate_contained
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import LrtoolError
 from lerobot_tools.findings import ERROR, DatasetReport, Finding
@@ -255,7 +255,7 @@ def apply_plan(plan: RepairPlan, target: Target, options: RepairOptions | None =
         _restore_after_failure(root, bdir, "interrupted")
         raise
     result.applied = True
-    after = validate_target(target, options.validate_options())
+    after = validate_contained(target, options.validate_options())
     result.after = after
     arrived = frozenset(m.dst for m in plan.moves)
     result.gone, result.remaining, result.new, result.worse = compare(plan.before, after, arrived)

@@ -1,6 +1,6 @@
 """Plan a repair: validate the dataset, map every finding to a planned change or to "not repairable".
 
-:func:`plan_repair` runs :func:`lerobot_tools.checks.engine.validate_target` (deep, every video header), then
+:func:`plan_repair` runs :func:`lerobot_tools.checks.engine.validate_contained` (deep, every video header), then
 the fixes of :mod:`lerobot_tools.repair.fixes` in dependency order on an in-memory copy of info.json, and
 returns a :class:`~lerobot_tools.repair.model.RepairPlan` whose concrete changes are fully computed (new
 JSON text, parquet column operations and metadata, task-table rows, moves) but not yet written. A dataset
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from lerobot_tools.checks import catalogue
-from lerobot_tools.checks.engine import validate_target
+from lerobot_tools.checks.engine import validate_contained
 from lerobot_tools.dataset.model import INFO_PATH, V2_TASKS_PATH, Dataset
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import DatasetError
@@ -79,7 +79,7 @@ def plan_repair(target: Target, options: RepairOptions | None = None) -> RepairP
     plan.cannot_run = cannot_run_reason(target)
     if plan.cannot_run:
         return plan
-    report = validate_target(target, options.validate_options())
+    report = validate_contained(target, options.validate_options())
     plan.before = report
     plan.codebase_version = report.codebase_version
     plan.refused = refusal_reason(report)
