@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from lerobot_tools._safeout import sgr
+from lerobot_tools._safeout import sgr, single_line
 from lerobot_tools.errors import UsageError
 from lerobot_tools.findings import (  # noqa: F401  (re-exported: the report API predates findings.py)
     ERROR, INFO, MAX_EXAMPLE_PATHS, WARNING, DatasetReport, Finding, NotChecked, group_findings,
@@ -96,7 +96,10 @@ _SEV_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
 def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = False) -> None:
-    """Text report grouped by dataset: severity, check ID, path and message; then a summary line."""
+    """Text report grouped by dataset: severity, check ID, path and message; then a summary line. What comes from
+    data (a target, a file name, a task string inside a message) stays on its line: a newline in it is ``\\n``."""
+    one = single_line
+
     def paint(text: str, sev: str) -> str:
         if not color:
             return text
@@ -108,28 +111,28 @@ def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = Fal
     for r in reports:
         version = f" ({r.codebase_version})" if r.codebase_version else ""
         where = f"  [{r.source}]" if r.source else ""
-        out.write(f"{r.target}{version}{where}\n")
+        out.write(f"{one(r.target)}{version}{one(where)}\n")
         if r.root and r.root != r.target:
-            out.write(f"  root: {r.root}\n")
+            out.write(f"  root: {one(r.root)}\n")
         for note in r.notes:
-            out.write(f"  note: {note}\n")
+            out.write(f"  note: {one(note)}\n")
         for cause in r.causes:
-            out.write(f"  {paint('cause', ERROR)}: {cause.line()}\n")
+            out.write(f"  {paint('cause', ERROR)}: {one(cause.line())}\n")
         if not r.findings:
             out.write("  no findings\n")
         for f in sorted(r.findings, key=lambda f: (_SEV_ORDER.get(f.severity, 3), f.check)):
             sev = paint(f"{f.severity:<7}", f.severity)
-            path = f"  {f.path}" if f.path and f.count == 1 else ""
+            path = f"  {one(f.path)}" if f.path and f.count == 1 else ""
             known = " (known)" if f.known else ""
-            out.write(f"  {sev} {f.check}{path}: {f.message}{known}\n")
+            out.write(f"  {sev} {f.check}{path}: {one(f.message)}{known}\n")
         for n in r.not_checked:
             if (n.checks, n.reason) not in common:
-                out.write(f"  not checked: {n.checks}: {n.reason}\n")
+                out.write(f"  not checked: {n.checks}: {one(n.reason)}\n")
         out.write("\n")
     if common:
         out.write("Not checked (all datasets):\n" if len(reports) > 1 else "Not checked:\n")
         for checks, reason in sorted(common):
-            out.write(f"  {checks}: {reason}\n")
+            out.write(f"  {checks}: {one(reason)}\n")
         out.write("\n")
     s = summarize(reports)
     known = f", {s['known']} known from baseline" if s["known"] else ""

@@ -167,3 +167,22 @@ def test_scale_out_parts_and_merged_json_survive_non_utf8_names(hostile, tmp_pat
     assert doc["datasets"][0]["target"].endswith("ds\\xff\\xfe\x1b[2J")
     text = _invoke(["report", "merge", str(part)])
     assert "\x1b" not in text.stdout and "ds\\xff\\xfe\\x1b[2J" in text.stdout
+
+
+def test_a_newline_in_a_file_name_or_a_task_stays_on_its_report_line(tmp_path):
+    """An orphan parquet file named ``bad\\nname.parquet`` (F003) and a task label with a newline (T002): each finding
+    is one line of the text report, the newline shown as ``\\n``."""
+    task = "pick\nthe cube"
+    root = build_dataset(tmp_path / "ds\nx", SynthSpec(version="v2.1", episode_lengths=[4, 4], video_keys=(),
+                                                       video_codec=None, tasks=("place", task)))
+    shutil.copy(root / "data/chunk-000/episode_000000.parquet", root / "data/chunk-000/bad\nname.parquet")
+    tasks = root / "meta" / "tasks.jsonl"
+    tasks.write_text("".join(ln + "\n" for ln in tasks.read_text().splitlines() if "pick" not in ln))
+    res = _invoke(["validate", str(root)])
+    lines = res.stdout.splitlines()
+    (f003,) = [ln for ln in lines if " F003 " in ln]
+    assert "data/chunk-000/bad\\nname.parquet" in f003
+    (t002,) = [ln for ln in lines if " T002 " in ln]
+    assert "pick\\nthe cube" in t002
+    assert lines[0].startswith(str(root).replace("\n", "\\n"))
+    assert not [ln for ln in lines if ln.startswith(("name.parquet", "the cube", "x"))]
