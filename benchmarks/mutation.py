@@ -57,7 +57,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "prefetch-download": ("lerobot_tools/prefetch/hub.py", [
         "tests/test_verifiers.py", "-k", "prefetch or hub", "tests/test_bite_prefetch_hub.py",
         "tests/test_prefetch.py"]),
-    "arrow": ("lerobot_tools/_arrow.py", [
+    "arrow": ("lerobot_tools/_arrow_equal.py", [
         "tests/test_verifiers.py", "-k", "values or eq or nan", "tests/test_bite_reshard_verify.py"]),
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),

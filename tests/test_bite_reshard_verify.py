@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_tools.reshard.model import PlannedGroup, ReshardOptions, VerifyError, _Oversize
-from lerobot_tools._arrow import values_equal
+from lerobot_tools._arrow_equal import values_equal
 from lerobot_tools.reshard.verify import _compare_content, verify_rewrite
 
 LENGTHS = (3, 4, 2)  # episodes 0, 1, 2

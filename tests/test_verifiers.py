@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_tools import _io
-from lerobot_tools._arrow import values_equal
+from lerobot_tools._arrow_equal import values_equal
 from lerobot_tools.reshard import ReshardOptions, reshard_file
 from lerobot_tools.reshard import write as reshard_write
 
@@ -572,7 +572,7 @@ def test_prefetch_dry_run_checks_files_on_disk(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ reshard content
 def _eq(a, b) -> bool:
-    from lerobot_tools._arrow import values_equal
+    from lerobot_tools._arrow_equal import values_equal
 
     return values_equal(a, b)
 

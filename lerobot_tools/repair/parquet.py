@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from lerobot_tools._arrow import is_list_type, values_equal
+from lerobot_tools._arrow_equal import is_list_type, values_equal
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.repair.model import ColumnOp
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from lerobot_tools._arrow import values_equal
+from lerobot_tools._arrow_equal import values_equal
 from lerobot_tools.reshard.model import _CODEC_NAMES, PlannedGroup, ReshardOptions, VerifyError, _Oversize
 from lerobot_tools.reshard.read import _guarded, _open, _prefetched
 
