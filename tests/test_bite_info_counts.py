@@ -157,7 +157,8 @@ CAM = ("video", [8, 8, 3])
     ({"dtype": CAM[0], "shape": CAM[1], "names": ["a", "b", "c"]}, None),
     # vectors: shape[0] names, or one name per dimension of a rank > 1 shape
     ({"dtype": "float32", "shape": [3, 4], "names": ["rows", "cols"]}, None),
-    ({"dtype": "float32", "shape": [2, 3], "names": ["a", "b", "c"]}, ("names has 3 entries, shape [2, 3] needs 2", False)),
+    ({"dtype": "float32", "shape": [2, 3], "names": ["a", "b", "c"]},
+     ("names has 3 entries, shape [2, 3] needs 2", False)),
     ({"dtype": "float32", "shape": [2], "names": ["a"]}, ("names has 1 entries, shape [2] needs 2", False)),
     ({"dtype": "float32", "shape": [1], "names": ["a"]}, None),
     ({"shape": [2], "names": ["a", "b"]}, None),
@@ -206,9 +207,12 @@ def test_i004_a_near_version_is_a_warning_and_checking_goes_on(tmp_path, base, v
     _set_info(root, codebase_version=version, total_episodes=4)
     r = _report(root)
     assert _found(r, "I004") == ([] if expected is None else [("I004", "warning", INFO, expected)])
+    assert [f.subject for f in r.findings if f.check == "I004"] == ([] if expected is None else
+                                                                    [{"key": "codebase_version"}])
     assert STOP_NOTE not in _notes(r)
     # the later families ran
-    assert _found(r, "C001") == [("C001", "error", INFO, "total_episodes is 4 but the episode metadata has 3 episode(s)")]
+    assert _found(r, "C001") == [
+        ("C001", "error", INFO, "total_episodes is 4 but the episode metadata has 3 episode(s)")]
 
 
 # ---------------------------------------------------------------------------------------------------- I003/I006
@@ -318,7 +322,8 @@ def test_feature_declarations(tmp_path):
         "rank1": {"dtype": "float32", "shape": [1]},
         "rank5": {"dtype": "float32", "shape": [1] * 5},
         "rank6": {"dtype": "float32", "shape": [1] * 6},
-        "boolshape": {"dtype": "float32", "shape": [True]},
+        # a shape of booleans is not a shape: no rank is judged (the schema reports it)
+        "boolshape": {"dtype": "image", "shape": [True, True], "names": ["height", "width"]},
         "a/b": {"dtype": "float32", "shape": [1]},
         "vid_rank2": {"dtype": "video", "shape": [8, 8], "names": ["height", "width"]},
         "img_rank2": {"dtype": "image", "shape": [8, 8], "names": ["height", "width"]},
@@ -334,6 +339,8 @@ def test_feature_declarations(tmp_path):
         "img_two": {**img, "names": ["height", "width"]},
         "img_mixed": {**img, "names": ["height", 1, "channels"]},
         "img_nested": {**img, "names": [["height", "width", "channels"]]},
+        # three string keys, but a dict: not judged by I009
+        "img_dict": {**img, "names": {"height": ["h"], "width": ["w"], "channels": ["c"]}},
         "vec_nested": {"dtype": "float32", "shape": [2], "names": [["a", "b"]]},
         "vec_short": {"dtype": "float32", "shape": [3], "names": ["a", "b"]},
     })
@@ -344,6 +351,7 @@ def test_feature_declarations(tmp_path):
         # the schema, sorted by path
         (i006, "features/bad: 5 is not of type 'object'", {"feature": "bad"}),
         (i006, "features/boolshape/shape/0: True is not of type 'integer'", {"feature": "boolshape"}),
+        (i006, "features/boolshape/shape/1: True is not of type 'integer'", {"feature": "boolshape"}),
         (i006, "features/rank0/shape: [] should be non-empty", {"feature": "rank0"}),
         (i006, "features/x/y: 5 is not of type 'object'", {"feature": "x/y"}),
         # then feature by feature, in declaration order
@@ -354,7 +362,8 @@ def test_feature_declarations(tmp_path):
         ("I011", "feature name 'a/b' contains '/'", {"feature": "a/b"}),
         (i006, "camera feature 'vid_rank2': shape [8, 8] is not rank 3 [H, W, C]", {"feature": "vid_rank2"}),
         (i006, "camera feature 'img_rank2': shape [8, 8] is not rank 3 [H, W, C]", {"feature": "img_rank2"}),
-        (i006, "feature 'img_rank6': shape [1, 1, 1, 1, 1, 1] has rank 6 (lerobot supports 1-5)", {"feature": "img_rank6"}),
+        (i006, "feature 'img_rank6': shape [1, 1, 1, 1, 1, 1] has rank 6 (lerobot supports 1-5)",
+         {"feature": "img_rank6"}),
         (i009, "camera feature 'img_rank6' has names: null (dataset_to_policy_features raises TypeError)",
          {"feature": "img_rank6"}),
         (i009, "camera feature 'vid_null' has names: null (dataset_to_policy_features raises TypeError)",
@@ -413,7 +422,7 @@ def test_i008_data_path(tmp_path, base, data_path, expected):
     r = _report(root)
     got = [(f.severity, f.message) for f in r.findings if f.check == "I008" and f.path == INFO]
     assert got == expected
-    assert {tuple(f.subject.items()) for f in r.findings if f.check == "I008" and f.path == INFO} <= {(("key", "data_path"),)}
+    assert all(f.subject == {"key": "data_path"} for f in r.findings if f.check == "I008" and f.path == INFO)
 
 
 @pytest.mark.parametrize("base,video_keys,video_path,expected", [
@@ -490,6 +499,19 @@ def test_every_unreadable_v3_episode_file_is_named(tmp_path):
     # the first file read names the cause of everything not checked
     assert (UNREADABLE_SKIP, f"{EPS_V3} is a Git LFS pointer (object of 5,000 bytes not fetched): nothing is derived "
                              "from it") in _notes(r)
+
+
+def test_a_truncated_v3_episode_file_after_a_placeholder_is_c007(tmp_path):
+    root = _build(tmp_path)
+    second = "meta/episodes/chunk-000/file-001.parquet"
+    (root / second).write_bytes((root / EPS_V3).read_bytes()[:4000])  # a parquet file cut short: no footer
+    (root / EPS_V3).write_bytes(_lfs_pointer(5000))
+    r = _report(root)
+    assert [(f.check, f.path, f.subject) for f in r.findings if f.check in ("F004", "C007")] == [
+        ("F004", EPS_V3, {"file_kind": "episodes"}), ("C007", second, {"file_kind": "episodes"})]
+    assert _one(r, "C007").message == (
+        "episode metadata file is truncated: no parquet footer (the file does not end with the PAR1 magic; 4.0 kB "
+        "on disk, a partial download or an interrupted write)")
 
 
 # ------------------------------------------------------------------------------- C007: malformed or missing rows
@@ -806,6 +828,8 @@ def test_c008_episodes_left_out_of_every_split(tmp_path):
     ten = (2,) * 10
     assert _splits(tmp_path, {"train": "0:5"}, name="f", lengths=ten) == [
         "splits leave 5 of the 10 episode(s) of total_episodes out of every split: episode(s) 5, 6, 7, 8, 9"]
+    assert _splits(tmp_path, {"train": "0:4"}, name="g6", lengths=ten) == [
+        "splits leave 6 of the 10 episode(s) of total_episodes out of every split: episode(s) 4, 5, 6, 7, 8 and 1 more"]
     assert _splits(tmp_path, {"train": "0:2"}, name="g", lengths=ten) == [
         "splits leave 8 of the 10 episode(s) of total_episodes out of every split: episode(s) 2, 3, 4, 5, 6 and 3 more"]
 
@@ -912,6 +936,9 @@ def test_layout_counts_v2_files_past_total_episodes(tmp_path):
                                 "and 3 more as well", c1),
         ("C002", "error", INFO, "total_frames is 20 but the 2 data file(s) data_path names for them hold 4 rows", c2),
     ]
+    assert _no_metadata(tmp_path, name="c6", total_episodes=4, total_frames=8) == [
+        ("C001", "error", INFO, "total_episodes is 4 but data/ holds data files named for episode(s) 4, 5, 6, 7, 8 "
+                                "and 1 more as well", c1)]
     assert _no_metadata(tmp_path, name="c", total_episodes=5) == [
         ("C001", "error", INFO, "total_episodes is 5 but data/ holds data files named for episode(s) 5, 6, 7, 8, 9 "
                                 "as well", c1),
@@ -933,7 +960,8 @@ def test_layout_counts_total_frames(tmp_path):
     # v3.0: every file on disk that fits data_path; total_episodes is no reference for file names
     assert _no_metadata(tmp_path, "v3.0", name="e", lengths=(20, 15, 25), total_episodes=1) == []
     assert _no_metadata(tmp_path, "v3.0", name="f", lengths=(20, 15, 25), total_frames=61) == [
-        ("C002", "error", INFO, "total_frames is 61 but the 2 data file(s) on disk that fit data_path hold 60 rows", c2)]
+        ("C002", "error", INFO, "total_frames is 61 but the 2 data file(s) on disk that fit data_path hold 60 rows",
+         c2)]
 
 
 def test_layout_counts_without_a_usable_data_path(tmp_path):
