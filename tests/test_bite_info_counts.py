@@ -286,7 +286,7 @@ def test_schema_errors_under_features_are_i006_with_the_feature_or_the_key(tmp_p
     (10**15, ("error", "fps 100000000000… (16 digits) is not a plausible frame rate (more than 100000 frames per "
                        "second)")),
     (1e308, ("error", "fps 1e+308 is not a plausible frame rate (more than 100000 frames per second)")),
-    (100_001.0, ("error", "fps 1e+05 is not a plausible frame rate (more than 100000 frames per second)")),
+    (2.5e5, ("error", "fps 2.5e+05 is not a plausible frame rate (more than 100000 frames per second)")),
     (0, ("error", "fps 0 must be > 0 (lerobot raises ValueError)")),
     (0.0, ("error", "fps 0.0 must be > 0 (lerobot raises ValueError)")),
     (-5, ("error", "fps -5 must be > 0 (lerobot raises ValueError)")),
@@ -732,15 +732,6 @@ def test_c006_findings_are_grouped(tmp_path):
     assert (f.count, f.subject, f.paths) == (2, {}, [EPS_V3])
     assert f.message == ("episode 0: dataset_to_index - dataset_from_index = 21 but length = 20 (2 occurrences: index "
                          "ranges are not contiguous; e.g. meta/episodes/chunk-000/file-000.parquet)")
-
-
-def test_c006_is_a_v3_check(tmp_path):
-    root = _build(tmp_path, "v2.1")
-    rows = _v2_rows(root)
-    for row, (a, b) in zip(rows, [(5, 6), (7, 8), (9, 10)]):
-        row["dataset_from_index"], row["dataset_to_index"] = a, b
-    _write_v2_rows(root, rows)
-    assert _found(_report(root), "C006") == []
 
 
 # --------------------------------------------------------------------------------------------------------- C003
