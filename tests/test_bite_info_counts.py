@@ -555,7 +555,7 @@ C_CHECKS = {f"C00{i}" for i in range(1, 9)}
 
 
 def test_v3_episode_metadata_without_rows(tmp_path):
-    # family C only: family G fails on this dataset (see the xfail test below)
+    # family C only (the whole report: the test below)
     r = _report(_empty_v3_metadata(tmp_path), select=C_CHECKS)
     c = _family(r, "C")
     assert c[:2] == [
@@ -568,9 +568,8 @@ def test_v3_episode_metadata_without_rows(tmp_path):
         ("C002", "total_frames is 60 but the episode lengths sum to 0")]
 
 
-@pytest.mark.xfail(strict=True, reason="product bug: the statistics family (G) raises ValueError in "
-                   "checks/stats/meta.py _screen (reshape of 0 rows) when the episode metadata has no rows")
 def test_v3_episode_metadata_without_rows_is_reported_not_an_internal_error(tmp_path):
+    # the statistics family raised ValueError (a reshape of 0 rows) on the empty block of stored statistics
     r = _report(_empty_v3_metadata(tmp_path))
     assert _found(r, "M001") == []
 
