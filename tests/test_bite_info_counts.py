@@ -562,10 +562,9 @@ def test_v3_episode_metadata_without_rows(tmp_path):
         ("C007", "error", "meta/episodes", "the episode metadata has no rows"),
         ("C001", "error", INFO, "total_episodes is 3 but the episode metadata has 0 episode(s)"),
     ]
-    # the C002 numbers only: its "(data files not all readable)" is wrong here (no data file is referenced, and
-    # the two on disk are readable)
-    assert [(k, m.split(" (")[0]) for k, _, _, m in c[2:]] == [
-        ("C002", "total_frames is 60 but the episode lengths sum to 0")]
+    # no data file is referenced (the two on disk are readable): C002 says so, not "data files not all readable"
+    assert [(k, m) for k, _, _, m in c[2:]] == [
+        ("C002", "total_frames is 60 but the episode lengths sum to 0 (no data file is referenced)")]
 
 
 def test_v3_episode_metadata_without_rows_is_reported_not_an_internal_error(tmp_path):

@@ -213,8 +213,9 @@ def run_data(ctx: CheckContext) -> None:
             ctx.emit("C002", f"total_frames is {total_frames} but the episode lengths sum to {sum_lengths}", INFO_PATH,
                      key="total_frames")
     elif all(e.length is not None for e in episodes) and sum_lengths != total_frames:
-        ctx.emit("C002", f"total_frames is {total_frames} but the episode lengths sum to {sum_lengths} "
-                 "(data files not all readable)", INFO_PATH, key="total_frames")
+        why = "data files not all readable" if data_files else "no data file is referenced"
+        ctx.emit("C002", f"total_frames is {total_frames} but the episode lengths sum to {sum_lengths} ({why})",
+                 INFO_PATH, key="total_frames")
 
 
 def _layout_counts(ctx: CheckContext) -> None:
