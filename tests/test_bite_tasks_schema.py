@@ -554,7 +554,7 @@ def test_s004_and_s005_keep_their_severities(tmp_path):
         ("S005", "warning", f0, "column 'observation.state' is a variable-length list (list<element: float>) where "
          "shape [2] declares fixed_size_list[2]", 1, {"feature": "observation.state"}),
         ("S004", "error", f0, "column 'timestamp' is a one-element list (fixed_size_list<element: float>[1]) but "
-         "shape [1] declares a scalar: the cast fails (TypeError: Couldn't cast array of type ... to float)", 1,
+         "shape [1] declares a scalar: the cast fails (TypeError: Couldn't cast array of type ... to float32)", 1,
          {"feature": "timestamp"}),
     ]
 

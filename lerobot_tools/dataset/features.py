@@ -147,7 +147,7 @@ def compare_feature(name: str, feat: dict, t: Any) -> list[tuple[str, str, str]]
         if form.kind == "list":
             if form.depth == 1 and form.lengths[0] in (1, None):
                 out.append(("S004", ERROR, f"{col} is a one-element list ({form.arrow}) but shape [1] declares a "
-                            "scalar: the cast fails (TypeError: Couldn't cast array of type ... to float)"))
+                            f"scalar: the cast fails (TypeError: Couldn't cast array of type ... to {dtype})"))
             else:
                 out.append(("S004", ERROR, f"{col} is {form.arrow} but shape [1] declares a scalar"))
     elif rank == 1:
