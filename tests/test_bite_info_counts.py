@@ -276,6 +276,8 @@ def test_schema_errors_under_features_are_i006_with_the_feature_or_the_key(tmp_p
 # ---------------------------------------------------------------------------------------------------------- I005
 @pytest.mark.parametrize("fps,expected", [
     (10, None),
+    (1, None),
+    (0.5, ("error", "fps 0.5 is not an integer frame rate")),  # a rate below 1 Hz is a rate (> 0)
     (True, ("error", "fps True is not a number")),
     ("10", ("error", "fps '10' is not a number")),
     (float("nan"), ("error", "fps nan is not a finite number (lerobot computes frame times with it)")),
@@ -391,6 +393,16 @@ def test_feature_declarations(tmp_path):
     assert sev == {"I006": "error", "I007": "warning", "I009": "warning", "I010": "warning", "I011": "error"}
     assert {f.path for f in r.findings if f.check[0] == "I"} == {INFO}
     assert [f.count for f in r.findings if f.check == "I010"] == [1, 2, 1]
+
+
+def test_one_undeclared_default_feature_names_it(tmp_path):
+    root = _build(tmp_path)
+    feats = _info(root)["features"]
+    del feats["task_index"]
+    _set_info(root, features=feats)
+    f = _one(_report(root), "I010")
+    assert (f.severity, f.path, f.message, f.count, f.subject) == (
+        "warning", INFO, "default feature 'task_index' is not declared", 1, {"feature": "task_index"})
 
 
 # ---------------------------------------------------------------------------------------------------------- I008
