@@ -238,8 +238,7 @@ def test_unreadable_episode_metadata_takes_data_files_from_the_template(tmp_path
                               1, DATA)]
     (f003,) = [f for f in r.findings if f.check == "F003"]
     assert (f003.severity, f003.path, f003.count, f003.subject) == ("error", "data/chunk-000/stray.parquet", 1, DATA)
-    assert "its name does not fit data_path" in f003.message
-    assert f003.message.endswith("; loaders that glob data/ will read its rows")
+    assert f003.message == "parquet file under data/ is not named by data_path; loaders that glob data/ will read its rows"
     notes = _notes(r)
     assert notes[FROM_LAYOUT] == f"the episode metadata is unreadable; data files taken from {source}"
     assert notes[UNREADABLE] == "1 of 3 data file(s) missing or unreadable"
@@ -253,7 +252,8 @@ def test_incomplete_episode_metadata_never_calls_a_file_that_fits_data_path_an_o
     shutil.copy(root / V2[0], root / "data/chunk-000/stray.parquet")
     r = _report(root)
     assert [(f.path, f.count) for f in r.findings if f.check == "F003"] == [("data/chunk-000/stray.parquet", 1)]
-    assert "its name does not fit data_path" in r.findings[[f.check for f in r.findings].index("F003")].message
+    assert r.findings[[f.check for f in r.findings].index("F003")].message == (
+        "parquet file under data/ is not named by data_path; loaders that glob data/ will read its rows")
     assert _f(r, "F001") == []
     assert UNREADABLE not in _notes(r)
 
@@ -355,3 +355,16 @@ def test_scan_tree_stops_after_max_scanned_files(tmp_path, monkeypatch):
     assert [(f.check, f.path) for f in r.findings if f.check in ("F004", "F005", "F006")] == [
         ("F004", INFO), ("F004", D1)]
     assert _notes(r)["F004-F006 (other files)"] == "only the first 3 files were sniffed"
+
+
+def test_a_stray_video_while_the_episode_metadata_is_unreadable_is_said_not_named_by_video_path(tmp_path):
+    """v2.1 with a camera: episodes.jsonl gone, so the videos come from video_path; a copy under another name is F003."""
+    root = build_dataset(tmp_path / "cam", SynthSpec(version="v2.1", episode_lengths=(4, 4)))
+    key = "observation.images.front"
+    (root / "meta/episodes.jsonl").unlink()
+    src = root / f"videos/chunk-000/{key}/episode_000000.mp4"
+    shutil.copy(src, src.with_name("stray.mp4"))
+    r = _report(root)
+    f003 = [(f.severity, f.path, f.message) for f in r.findings if f.check == "F003"]
+    assert f003 == [("warning", f"videos/chunk-000/{key}/stray.mp4",
+                     "video file is not named by video_path for any video key")]

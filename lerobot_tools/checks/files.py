@@ -149,7 +149,7 @@ def run(ctx: CheckContext) -> None:
         except DatasetError:
             fitting = set()
         referenced = fitting | {df.relpath for df in data_files}
-        why = "its name does not fit data_path"
+        why = "not named by data_path"
     else:
         referenced = {df.relpath for df in data_files}
         why = "not referenced by the episode metadata"

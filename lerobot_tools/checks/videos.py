@@ -120,7 +120,7 @@ def run(ctx: CheckContext) -> None:
     why = "not referenced by the episode metadata and video_path"
     if layout is not None or not ctx.episodes_complete:
         # the metadata that lists the files is unreadable: a name video_path fits is never called unreferenced
-        why = "its name does not fit video_path for any video key"
+        why = "not named by video_path for any video key"
         for key in ds.video_keys:
             try:
                 referenced |= set(files_fitting(ds, ds.video_path or "", key, ".mp4"))
