@@ -66,7 +66,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
     "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),
-    "checks-files": ("lerobot_tools/checks/files.py", [*CHECK_TESTS]),
+    "checks-files": ("lerobot_tools/checks/files.py", [*CHECK_TESTS, "tests/test_bite_files.py"]),
     "checks-counts": ("lerobot_tools/checks/counts.py", [*CHECK_TESTS, "tests/test_bite_info_counts.py"]),
     "checks-info": ("lerobot_tools/checks/info.py", [*CHECK_TESTS, "tests/test_bite_info_counts.py"]),
     "checks-schema": ("lerobot_tools/checks/schema.py", [*CHECK_TESTS, "tests/test_bite_tasks_schema.py"]),
