@@ -53,3 +53,20 @@ def one_line(exc: BaseException, limit: int | None = 200, *, typed: bool = False
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return f"{type(exc).__name__}: {text}" if typed else text
+
+
+def os_error_text(exc: OSError) -> str:
+    """``No space left on device (errno 28: ENOSPC)`` from an OSError raised by Python or by pyarrow (whose errors
+    carry the code only in their text: ``"[Errno 28] Error writing bytes to file. Detail: [errno 28] ..."``);
+    :func:`one_line` of it when no code can be found."""
+    import errno
+    import os
+    import re
+
+    code = exc.errno
+    if code is None:
+        m = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)
+        code = int(m.group(1)) if m else None
+    if code:
+        return f"{os.strerror(code)} (errno {code}: {errno.errorcode.get(code, '?')})"
+    return one_line(exc)

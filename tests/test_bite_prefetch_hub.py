@@ -439,9 +439,10 @@ def test_an_unusable_hf_endpoint_is_one_line_exit_2(tmp_path, endpoint, problem,
 # HubClient driven directly against the test server: exact requests (target, headers, Range), exact waits on the
 # virtual clock, the statistics a repo's report shows (CallStats), what is logged and announced, and HubError's
 # status / code.
+from lerobot_tools._env import endpoint_from_env  # noqa: E402
 from lerobot_tools.prefetch.budget import Budgets  # noqa: E402
 from lerobot_tools.prefetch.hub import (  # noqa: E402
-    CallStats, HubClient, HubError, RetryPolicy, _origin, endpoint_from_env, get_token_to_send)
+    CallStats, HubClient, HubError, RetryPolicy, _origin, get_token_to_send)
 from lerobot_tools.prefetch.local import TreeFile  # noqa: E402
 from tests.hubserver import git_blob_sha1  # noqa: E402
 

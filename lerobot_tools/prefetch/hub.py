@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote, urljoin, urlsplit
 
-from lerobot_tools._env import DEFAULT_ENDPOINT, endpoint_from_env, endpoint_problem  # noqa: F401 (re-exported)
+from lerobot_tools._env import endpoint_from_env, endpoint_problem
 from lerobot_tools.dataset.mixture import SHA_RE
-from lerobot_tools.errors import one_line
+from lerobot_tools.errors import one_line, os_error_text
 from lerobot_tools.prefetch.budget import SYSTEM_CLOCK, Budgets, Clock, Ticket, WaitTooLong, human_s, utc_after
 from lerobot_tools.prefetch.local import ContentHasher, TreeFile
 from lerobot_tools.prefetch.ratelimit import bucket_of_url, parse_ratelimit, parse_ratelimit_policy, parse_retry_after
@@ -166,15 +166,6 @@ def get_token_to_send() -> str | None:
         return get_token()
     except Exception:  # e.g. an OIDC exchange that fails: download anonymously rather than crash
         return None
-
-
-def _os_error(exc: OSError) -> str:
-    """``No space left on device (errno 28: ENOSPC)``."""
-    import errno
-
-    if exc.errno:
-        return f"{os.strerror(exc.errno)} (errno {exc.errno}: {errno.errorcode.get(exc.errno, '?')})"
-    return one_line(exc)
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -583,7 +574,7 @@ class HubClient:
                             out.write(chunk)
                         except OSError as exc:  # a full disk, a quota, an I/O error: not the connection's fault
                             raise HubError(f"{entry.path}: cannot write the downloaded bytes to disk "
-                                           f"({_os_error(exc)})") from None
+                                           f"({os_error_text(exc)})") from None
                         hasher.update(chunk)
                         state["have"] += len(chunk)
                         received += len(chunk)

@@ -3,8 +3,6 @@ one-line read errors, footer conformance and the writer options that keep each c
 
 from __future__ import annotations
 
-import errno as errno_mod
-import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -57,19 +55,6 @@ def _prefetched(items: Iterator, depth: int = PREFETCH) -> Iterator:
     current one, or with decoding the other file while verifying.
     """
     return read_ahead(items, depth, name="lrtool-reshard-read")
-
-
-def _os_message(exc: OSError) -> str:
-    """``No space left on device (errno 28)`` from an OSError raised by Python or pyarrow."""
-    code = exc.errno
-    if code is None:  # pyarrow: "[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device"
-        import re
-
-        m = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)
-        code = int(m.group(1)) if m else None
-    if code:
-        return f"{os.strerror(code)} (errno {code}: {errno_mod.errorcode.get(code, '?')})"
-    return one_line(exc)
 
 
 def file_conformance(footer, options: ReshardOptions) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from lerobot_tools import _io
-from lerobot_tools.errors import DatasetError, LrtoolError, one_line
+from lerobot_tools.errors import DatasetError, LrtoolError, one_line, os_error_text
 from lerobot_tools.reshard.model import (
     BATCH_BYTES,
     MAX_ATTEMPTS,
@@ -26,7 +26,6 @@ from lerobot_tools.reshard.plan import _bytes_per_row, episode_runs, plan_groups
 from lerobot_tools.reshard.read import (
     _guarded,
     _open,
-    _os_message,
     _prefetched,
     _writer_options,
     file_conformance,
@@ -83,7 +82,7 @@ def _write_problem(path: Path) -> str | None:
     try:
         st = path.stat()
     except OSError as exc:
-        return _os_message(exc)
+        return os_error_text(exc)
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         return "file is read-only (no write permission)"
     parent = path.parent
@@ -91,7 +90,7 @@ def _write_problem(path: Path) -> str | None:
         pst = parent.stat()
         vfs = os.statvfs(parent)
     except OSError as exc:
-        return _os_message(exc)
+        return os_error_text(exc)
     if vfs.f_flag & os.ST_RDONLY:
         return "the file system is mounted read-only (Read-only file system); the file cannot be replaced"
     if not pst.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
@@ -205,7 +204,7 @@ def reshard_file(path: Path, relpath: str, options: ReshardOptions, *, dataset: 
         res.error = exc.message + ("; original left untouched" if res.reasons else "")
     except OSError as exc:  # creating, writing, fsyncing or renaming the temporary file
         res.status = "failed"
-        res.error = f"cannot write the new file: {_os_message(exc)}; original left untouched"
+        res.error = f"cannot write the new file: {os_error_text(exc)}; original left untouched"
     except Exception as exc:  # pyarrow refusing to write what it read: a bug worth reporting
         res.status = "failed"
         res.error = f"cannot rewrite ({one_line(exc, typed=True)}); original left untouched"
