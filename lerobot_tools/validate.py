@@ -15,21 +15,14 @@ from typing import Iterable
 
 from lerobot_tools.checks.context import ValidateOptions
 from lerobot_tools.checks.engine import validate_contained
-from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.targets import Target, merge_identical, resolve_target
 from lerobot_tools.errors import UsageError
 from lerobot_tools.findings import DatasetReport, Finding
 from lerobot_tools.report import fingerprint, read_baseline, write_baseline
 
 
-def validate_one(target: Target, options: ValidateOptions, *, observer: FileObserver | None = None) -> DatasetReport:
-    """:func:`~lerobot_tools.checks.engine.validate_contained`: a bug must not take down the other 399 datasets of a
-    mixture. Never raises."""
-    return validate_contained(target, options, observer=observer)
-
-
 def _validate_one(args: tuple[Target, ValidateOptions]) -> DatasetReport:
-    return validate_one(*args)
+    return validate_contained(*args)  # a bug must not take down the other 399 datasets of a mixture
 
 
 def check_options(options: ValidateOptions) -> None:

@@ -173,12 +173,12 @@ def test_merge_replays_what_the_tasks_read(tmp_path, mixture, monkeypatch):
 
 
 def test_replay_reads_what_was_not_recorded(mixture):
-    from lerobot_tools.validate import validate_one
+    from lerobot_tools.checks.engine import validate_contained
 
     target = resolve_targets([str(mixture)])[1]
     options = ValidateOptions(deep=True)
     replayer = validate_job.Replayer({})
-    assert _dicts([validate_one(target, options, observer=replayer)]) == _dicts([validate_one(target, options)])
+    assert _dicts([validate_contained(target, options, observer=replayer)]) == _dicts([validate_contained(target, options)])
     assert replayer.misses == 4 + 3  # 4 data files scanned, 3 videos probed (the 4th is missing)
 
 

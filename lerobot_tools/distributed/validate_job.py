@@ -180,22 +180,22 @@ class ValidateJob:
                              head=lambda ds: sum(_size(p) for p in (ds.root / "meta").rglob("*") if p.is_file()))
 
     def run_dataset(self, spec: dict, index: int) -> dict:
-        from lerobot_tools.validate import validate_one
+        from lerobot_tools.checks.engine import validate_contained
 
-        return report_to_dict(validate_one(self._target(spec, index), options_from_dict(spec["options"])))
+        return report_to_dict(validate_contained(self._target(spec, index), options_from_dict(spec["options"])))
 
     def run_head(self, spec: dict, index: int) -> None:
         return None  # the dataset-level checks run when the parts are merged
 
     def run_files(self, spec: dict, index: int, relpaths: list[str]) -> dict:
-        from lerobot_tools.validate import validate_one
+        from lerobot_tools.checks.engine import validate_contained
 
         rec = Recorder(relpaths)
-        validate_one(self._target(spec, index), options_from_dict(spec["options"]), observer=rec)
+        validate_contained(self._target(spec, index), options_from_dict(spec["options"]), observer=rec)
         return {"memo": rec.memo}
 
     def merge(self, spec: dict, datasets: list) -> list[DatasetReport]:
-        from lerobot_tools.validate import validate_one
+        from lerobot_tools.checks.engine import validate_contained
 
         options = options_from_dict(spec["options"])
         reports = []
@@ -206,7 +206,7 @@ class ValidateJob:
             memo: dict[str, Any] = {}
             for _, result in d.files:
                 memo.update(result.get("memo") or {})
-            reports.append(validate_one(self._target(spec, d.index), options, observer=Replayer(memo)))
+            reports.append(validate_contained(self._target(spec, d.index), options, observer=Replayer(memo)))
         if spec.get("groups"):  # the cross-dataset checks of mixture files, as a single-process validate runs them
             from lerobot_tools.checks.mixture import check_mixtures
 
