@@ -185,7 +185,8 @@ def run_module(name: str, workdir: Path, exclude: list[str], max_children: int, 
     seconds = time.perf_counter() - t0
     res = _results(work)
     if sample:
-        res = {k: v for k, v in res.items() if k in set(picked)}
+        chosen = set(picked)
+        res = {k: v for k, v in res.items() if k in chosen}
     counts: dict[str, int] = {}
     for status in res.values():
         counts[status] = counts.get(status, 0) + 1
@@ -244,12 +245,10 @@ def main() -> int:
         row = run_module(name, workdir, a.exclude, a.max_children, a.survivors, a.sample, a.seed)
         rows.append(row)
         score = f"{row['score']:.0%}" if row["score"] is not None else "-"
+        sampled = f"  (sample of {row['mutants']} from {row['population']}, seed {row['seed']})" if a.sample else ""
+        failed = f"  (mutmut exit {row['exit']}, see {row['log']})" if row["exit"] else ""
         print(f"{name:18s} {row['mutants']:7d} {row['killed']:6d} {row['survived']:5d} {row['timeout']:4d} "
-              f"{row['no_tests']:7d} {score:>6s} {row['seconds']:8.0f}"
-              + (f"  (sample of {row['mutants']} from {row['population']}, seed {row['seed']})" if a.sample else "")
-              + (f"  (mutmut exit {row['exit']}, see "
-                                                                            f"{row['log']})" if row["exit"] else ""),
-              flush=True)
+              f"{row['no_tests']:7d} {score:>6s} {row['seconds']:8.0f}{sampled}{failed}", flush=True)
         for mutant, diff in row.get("survivors", {}).items():
             print(f"--- survived: {mutant}\n{diff}")
     killed = sum(r["killed"] + r["timeout"] for r in rows)
