@@ -792,25 +792,20 @@ def test_clock_comes_from_the_argument_then_the_budgets():
     assert HubClient("http://127.0.0.1:9", token=False, clock=mine).budgets.clock is mine
 
 
-def test_ratelimit_without_a_bucket_name_applies_to_the_call_bucket(srv, clock):
-    """``RateLimit: r=0;t=42`` on the revision answer pauses the ``api`` bucket: the tree page waits 42 s."""
-    srv.inject("info", "ratelimit_ok", ratelimit="r=0;t=42")
+@pytest.mark.parametrize("headers, wait", [
+    # RateLimit without a bucket name applies to the bucket of the call that got it: api
+    ({"ratelimit": "r=0;t=42"}, 42.0),
+    # RateLimit-Policy alone (no RateLimit) sets api's quota: the tree page waits for the window to pass
+    ({"policy": '"fixed window";"api";q=1;w=60'}, 60.0),
+], ids=["ratelimit-no-bucket", "policy-quota"])
+def test_ratelimit_headers_on_the_revision_answer_make_the_tree_page_wait(srv, clock, headers, wait):
+    srv.inject("info", "ratelimit_ok", **headers)
     client, _ = client_of(srv, clock)
     stats = CallStats()
     commit = client.resolve_revision(REPO, "main", stats)
     client.list_tree(REPO, commit, stats)
-    assert clock.sleeps == [42.0] and stats.waited_s == 42.0
+    assert clock.sleeps == [wait] and stats.waited_s == wait
     assert [r.route for r in srv.requests()] == ["info", "tree"]
-
-
-def test_ratelimit_policy_sets_the_bucket_quota(srv, clock):
-    """``RateLimit-Policy: q=1;w=60`` for ``api`` (no ``RateLimit``): the tree page waits for the window to pass."""
-    srv.inject("info", "ratelimit_ok", policy='"fixed window";"api";q=1;w=60')
-    client, _ = client_of(srv, clock)
-    stats = CallStats()
-    commit = client.resolve_revision(REPO, "main", stats)
-    client.list_tree(REPO, commit, stats)
-    assert clock.sleeps == [60.0] and stats.waited_s == 60.0
 
 
 def test_tree_pages_exact_requests(clock):
