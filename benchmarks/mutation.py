@@ -44,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: check fire or a threshold bite
 CHECK_TESTS = ["tests/test_checks.py", "tests/test_validate_fixtures.py", "tests/test_bite_checks.py",
                "tests/test_boundaries.py"]
+STATS_TESTS = ["tests/test_stats.py", "tests/test_repair_stats.py"]
 
 #: name -> (module file, pytest arguments selecting the tests that exercise it)
 MODULES: dict[str, tuple[str, list[str]]] = {
@@ -74,6 +75,12 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "checks-tasks": ("lerobot_tools/checks/tasks.py", [*CHECK_TESTS, "tests/test_bite_tasks_schema.py"]),
     "checks-videos": ("lerobot_tools/checks/videos.py", [*CHECK_TESTS, "tests/test_bite_boundaries.py"]),
     "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS]),
+    # the statistics family (G001..G010): stored stats read and checked on metadata alone, recomputed with --deep,
+    # and recomputed by `lrtool repair`
+    "stats-meta": ("lerobot_tools/checks/stats/meta.py", [*STATS_TESTS]),
+    "stats-stored": ("lerobot_tools/checks/stats/stored.py", [*STATS_TESTS]),
+    "stats-compute": ("lerobot_tools/checks/stats/compute.py", [*STATS_TESTS]),
+    "stats-deep": ("lerobot_tools/checks/stats/deep.py", [*STATS_TESTS]),
 }
 
 #: tests left out everywhere: subprocesses killed or signalled at random moments (racy under load), real tmpfs mounts, several processes racing
@@ -115,9 +122,11 @@ def _write_config(work: Path, module: str, selection: list[str]) -> None:
              "    fixtures", "    docs", "    README.md", "pytest_add_cli_args_test_selection ="]
     lines += [f"    {a}" for a in selection]
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q",
-              # a mutant that loops forever is a timeout after 2x its tests' normal time + 10 s (default 15x + 1 s:
-              # minutes per hanging mutant on the slower test selections)
-              "timeout_multiplier = 2.0", "timeout_constant = 10.0",
+              # a mutant that loops forever is a timeout after 3x its tests' normal time + 60 s (default 15x + 1 s:
+              # minutes per hanging mutant on the slower test selections). A tighter limit (2x + 10 s) let mutants
+              # whose ffmpeg-backed tests merely ran slower with two children at work count as timeouts, i.e. as
+              # killed, though they pass every test
+              "timeout_multiplier = 3.0", "timeout_constant = 60.0",
               "debug = true", ""]  # pytest's output goes to the log: a failing baseline run is diagnosable
     (work / "setup.cfg").write_text("\n".join(lines))
 
