@@ -250,7 +250,7 @@ def _crowded_base(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
     e = {
         "applied": applied,
         "undone": undone,
-        "partial": put(base / ".20260101T000000.000000Z.partial/files/meta/info.json", b"half").parent.parent.parent,
+        "partial": base / ".20260101T000000.000000Z.partial",  # a backup killed while being written
         "hidden": base / ".notes",                       # hidden, not partial: neither
         "hidden_undone": base / ".kept",                 # hidden copy of an undone backup: not read, kept
         "not_hidden_partial": base / "20260101T000000.000000Z.partial",  # no manifest: not a backup, kept
@@ -260,6 +260,7 @@ def _crowded_base(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
         "link_partial": base / ".link.partial",          # a symlink to a folder outside
         "link_undone": base / "20260101T000000.000003Z",  # a symlink to an undone backup outside
     }
+    put(e["partial"] / "files/meta/info.json", b"half")
     (e["hidden"] / "x").mkdir(parents=True)
     shutil.copytree(undone, e["hidden_undone"])
     e["not_hidden_partial"].mkdir()
@@ -289,7 +290,7 @@ def test_clean_partial_removes_partial_and_undone_backups_only(tmp_path):
     assert backup.clean_partial(root) == []
 
 
-def test_clean_partial_reads_nothing_outside_a_partial_folder(tmp_path):
+def test_clean_partial_skips_files_and_symlinks_in_any_order(tmp_path):
     """Many entries that are skipped (files, symlinks, hidden folders), in whatever order the folder lists them:
     every partial folder is still removed, and the last removal prunes the empty ``.lrtool``."""
     root = make_root(tmp_path)
