@@ -55,7 +55,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_verifiers.py", "-k", "repair or tasks", "tests/test_repair.py"]),
     "repair-backup": ("lerobot_tools/repair/backup.py", [
         "tests/test_verifiers.py", "-k", "undo or repair_backup",
-        "tests/test_repair_backups.py", "tests/test_repair.py"]),
+        "tests/test_repair_backups.py", "tests/test_repair.py", "tests/test_bite_repair_backup.py"]),
     "prefetch-local": ("lerobot_tools/prefetch/local.py", [
         "tests/test_verifiers.py", "-k", "prefetch or local", "tests/test_bite_prefetch_local.py",
         "tests/test_prefetch.py"]),
@@ -75,6 +75,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "checks-tasks": ("lerobot_tools/checks/tasks.py", [*CHECK_TESTS, "tests/test_bite_tasks_schema.py"]),
     "checks-videos": ("lerobot_tools/checks/videos.py", [*CHECK_TESTS, "tests/test_bite_boundaries.py"]),
     "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS]),
+    # family X (a mixture's datasets against each other) and family M (what a mixture entry asks of its dataset)
+    "checks-mixture": ("lerobot_tools/checks/mixture.py", ["tests/test_mixture_checks.py"]),
+    "checks-targets": ("lerobot_tools/checks/targets.py", [*CHECK_TESTS, "tests/test_mixture_checks.py"]),
     # the statistics family (G001..G010): stored stats read and checked on metadata alone, recomputed with --deep,
     # and recomputed by `lrtool repair`
     "stats-meta": ("lerobot_tools/checks/stats/meta.py", [*STATS_TESTS]),
