@@ -323,6 +323,25 @@ def test_a_file_the_probe_cannot_read_uses_up_the_header_and_later_files_are_sti
     assert probed == [(F0, True), (F1, False), (W0, True)]
 
 
+
+def test_a_file_whose_header_was_not_read_is_said_so_when_the_first_of_its_camera_could_not_be_read(v3, tmp_path):
+    """front: file-000 cannot be read (it had the header read), so file-001's pix_fmt is never read; wrist: file-000
+    has its header read and file-001 is a placeholder. One readable file per camera, one header per camera, yet
+    file-001 of front is not compared: the report must say so."""
+    root = _copy(v3, tmp_path)
+    _declare(root, **{"video.pix_fmt": "yuv444p"})
+    (root / F0).write_bytes(struct.pack(">I4s4sI", 16, b"ftyp", b"isom", 0))
+    (root / W1).write_text(LFS_POINTER)
+    r, probed = _run(root)
+    assert probed == [(F0, True), (F1, False), (W0, True)]
+    msg = f"{WRIST}: pix_fmt is yuv420p but info.json says yuv444p"
+    assert _f(r, "F009") == [("F009", "warning", W0, msg, 1, msg, {"video_key": WRIST, "key": "video.pix_fmt"})]
+    assert _notes(r) == {EVERY: FIRST_ONLY}
+    r, probed = _run(root, all_videos=True)
+    assert probed == [(F0, True), (F1, True), (W0, True)]
+    assert [f.path for f in r.findings if f.check == "F009"] == [F1, W0]
+    assert _notes(r) == {}
+
 def test_random_bytes_under_a_video_name_are_f008(v3, tmp_path):
     root = _copy(v3, tmp_path)
     shutil.copy(make_placeholders(tmp_path / "ph")["random"], root / F1)

@@ -49,7 +49,6 @@ def run(ctx: CheckContext) -> None:
     if not use_pyav:
         ctx.skip("F008 (decoder header), F009", "PyAV is not installed: only MP4 boxes were read")
     probe_all = ctx.options.deep or ctx.options.all_videos
-    header_done: set[str] = set()
     probes = {}
     missing = []
     # two passes over a thread pool, emitting in file order: sniff every file, then probe those that may be
@@ -91,8 +90,6 @@ def run(ctx: CheckContext) -> None:
         if placeholder_finding(ctx, s, vf.relpath, "video"):
             continue
         probe = next(read)
-        if with_header:
-            header_done.add(vf.video_key)
         if probe.status != "ok":
             ctx.emit("F008", f"video cannot be read: {probe.problem}", vf.relpath, group="video files cannot be read",
                      file_kind="video", video_key=vf.video_key)
@@ -113,7 +110,8 @@ def run(ctx: CheckContext) -> None:
                 ctx.emit("F002", f"video file of {vf.video_key} for episode(s) {format_episodes(vf.episodes)} is missing",
                          vf.relpath, group=f"video files of {vf.video_key} are missing", file_kind="video",
                          video_key=vf.video_key)
-    if use_pyav and not probe_all and len(probes) > len(header_done):
+    # a readable file whose header was not read (not the first of its video key, or the first could not be read)
+    if use_pyav and not probe_all and any(not with_header for _, _, with_header in probes.values()):
         ctx.skip("F009 (codec/pix_fmt of every file)",
                  "decoder headers read for the first file of each video key only; use --deep or --all-videos to read all")
     referenced = {vf.relpath for vf in files}
