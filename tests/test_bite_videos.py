@@ -290,7 +290,8 @@ def test_video_path_outside_the_root_is_i008_per_file_and_the_files_on_disk_are_
          None, {"key": "video_path", "video_key": key}) for key in (FRONT, WRIST) for i in (0, 1)]
     assert _f(r, "F003") == [
         ("F003", "warning", F0, f"video file is not referenced by the episode metadata and video_path (4 occurrences; "
-                                f"e.g. {F0}, {F1}, {W0} and 1 more)", 4, "unreferenced video files under videos/", VIDEO)]
+                                f"e.g. {F0}, {F1}, {W0} and 1 more)", 4, "unreferenced video files under videos/",
+         VIDEO)]
     assert [f.paths for f in r.findings if f.check == "F003"] == [[F0, F1, W0]]
     assert _f(r, "F002", "F008", "F010") == [] and _notes(r) == {}
 
