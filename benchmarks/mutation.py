@@ -73,7 +73,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "checks-schema": ("lerobot_tools/checks/schema.py", [*CHECK_TESTS, "tests/test_bite_tasks_schema.py"]),
     "checks-rowgroups": ("lerobot_tools/checks/rowgroups.py", [*CHECK_TESTS, "tests/test_bite_rowgroups.py"]),
     "checks-tasks": ("lerobot_tools/checks/tasks.py", [*CHECK_TESTS, "tests/test_bite_tasks_schema.py"]),
-    "checks-videos": ("lerobot_tools/checks/videos.py", [*CHECK_TESTS, "tests/test_bite_boundaries.py"]),
+    "checks-videos": ("lerobot_tools/checks/videos.py", [*CHECK_TESTS, "tests/test_bite_boundaries.py",
+                                                          "tests/test_bite_videos.py"]),
     "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS]),
     # family X (a mixture's datasets against each other) and family M (what a mixture entry asks of its dataset)
     "checks-mixture": ("lerobot_tools/checks/mixture.py", ["tests/test_mixture_checks.py"]),
