@@ -432,6 +432,23 @@ def test_an_episode_of_one_row(tmp_path):
     assert _deep(_report(root)) == [_d001(V2[2], 2, 1, 0, 1, 0)]
 
 
+def test_more_than_a_thousand_bad_frame_indices_in_one_batch_are_counted_per_episode(tmp_path):
+    # one batch of 1200 + 1300 rows (episodes 0 and 1 of file-000)
+    root = _build(tmp_path, episode_lengths=(1200, 1300, 5), state_dim=0, action_dim=0)
+    # frame_index counting on across episodes (the file's row number): every row of episode 1 is wrong
+    _edit(root, D0, frame_index=lambda v: list(range(len(v))))
+    assert _deep(_report(root)) == [_d001(D0, 1, 1300, 0, 1200, 0)]
+    # frame_index 9 everywhere: every row but k=9 is wrong in both episodes
+    _edit(root, D0, frame_index=lambda v: [9] * len(v))
+    scan = deep.scan_file(root / D0, fps=10, tolerance_s=1e-4, index_offset=0, list_columns={})
+    assert [(e, st.bad_frame, st.first_bad_frame) for e, st in scan.episodes.items()] == [
+        (0, 1199, (0, 9, 0)), (1, 1299, (0, 9, 0))]
+    r = _report(root)
+    assert "M001" not in _checks(r)
+    assert _deep(r) == [("D001", "warning", D0, "episode 0: 1199 row(s) with frame_index out of sequence (first at row 0 "
+                         f"of the episode: 9, expected 0) (2 occurrences: {G_D001}; e.g. {D0})", 2, G_D001, {})]
+
+
 # -------------------------------------------------------------------------------------------------- across files
 def test_v2_index_runs_on_across_files(tmp_path):
     root = _build(tmp_path, "v2.1")
