@@ -28,7 +28,7 @@ from lerobot_tools.checks import deep
 from lerobot_tools.checks.engine import ValidateOptions, validate_target
 from lerobot_tools.checks.stats.deep import StatsRequest
 from lerobot_tools.dataset.targets import resolve_target
-from lerobot_tools.distributed.validate_job import Recorder
+from lerobot_tools.distributed.validate_job import Recorder, Replayer
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 
@@ -224,6 +224,32 @@ def test_d003_tolerance_is_inclusive(tmp_path, tol, expected):
     assert _deep(_report(root, tolerance_s=tol)) == expected
 
 
+@pytest.mark.parametrize("tol,expected", [
+    # float64 timestamps (as pandas writes them): frame k=4 of episode 0 at 0.1 s, 0.3 s early. In float64
+    # |0.1 - 4/10| is 0.30000000000000004: the 1e-9 s slack keeps rounding from failing a tolerance of 0.3 s
+    (0.3, []),
+    (0.25, [_d003(D0, 0, 1, 20, "3.00e-01", "0.25")]),
+])
+def test_d003_early_float64_timestamps(tmp_path, tol, expected):
+    root = _build(tmp_path)
+    _edit(root, D0, types={"timestamp": pa.float64()},
+          timestamp=lambda v: [0.1 if i == 4 else (i if i < 20 else i - 20) / 10 for i in range(len(v))])
+    assert _deep(_report(root, tolerance_s=tol)) == expected
+
+
+@pytest.mark.parametrize("fps", [..., 0, None])
+def test_without_a_usable_fps_timestamps_are_not_checked_but_frame_indices_are(tmp_path, fps):
+    root = _build(tmp_path)
+    info = json.loads((root / INFO).read_text())
+    if fps is ...:
+        del info["fps"]
+    else:
+        info["fps"] = fps
+    (root / INFO).write_text(json.dumps(info))
+    _edit(root, D0, frame_index=_at({3: 0}), timestamp=_at({5: 9.0}))
+    assert _deep(_report(root)) == [_d001(D0, 0, 1, 3, 0, 3)]
+
+
 def test_d003_counts_per_episode_and_keeps_the_largest_error(tmp_path):
     root = _build(tmp_path)
     # episode 1 (rows 20-34, k = row - 20): k=2 off by 0.25 s, k=14 off by 0.125 s; episode 0 untouched
@@ -262,6 +288,18 @@ def test_an_empty_file_lacks_its_episodes(tmp_path):
         _d004(D1, "file lacks episode(s) [2] the metadata places here", G_HOLDS)]
 
 
+def test_a_file_lacking_eight_episodes_shows_six(tmp_path):
+    root = _build(tmp_path, episode_lengths=(2,) * 9, episodes_per_file=8, state_dim=0, action_dim=0)
+    t = pq.read_table(root / D0)
+    _write(root / D0, t.slice(0, 0), [0])
+    # file-000 should hold episodes 0-7 (16 rows); after it, file-001's index should start at 0, not 16
+    assert _deep(_report(root)) == [
+        ("C005", "error", D0, "file has 0 rows but its 8 episodes sum to 16 frames", 1, G_C005, {}),
+        _d004(D0, "file lacks episode(s) [0, 1, 2, 3, 4, 5] the metadata places here", G_HOLDS),
+        _d002(D1, 2, 0, 16, 0),
+    ]
+
+
 def test_a_long_list_of_episodes_placed_elsewhere_shows_six(tmp_path):
     root = _build(tmp_path)
     # file-001's rows claim episodes 10..17 (3 rows each, the last one 4)
@@ -273,7 +311,8 @@ def test_a_long_list_of_episodes_placed_elsewhere_shows_six(tmp_path):
 
 
 @pytest.mark.parametrize("runs,shown", [
-    # file-000 (35 rows) cut into runs of 4 rows (the last run 7) alternating episodes 0 and 1
+    # file-000's 35 rows cut into `runs` runs of 35 // runs rows (the last one takes the rest), alternating
+    # episodes 0 and 1
     (8, "0, 1, 0, 1, 0, 1, 0, 1"),
     (9, "0, 1, 0, 1, 0, 1, 0, 1, ..."),
     (2, None),
@@ -322,6 +361,40 @@ def test_c005_from_the_rows_of_each_episode(tmp_path):
         _d001(D0, 1, 16, 0, 19, 0),
         _d003(D0, 1, 16, 16, "1.90e+00"),
     ]
+
+
+@pytest.mark.parametrize("column,typ,value,expected", [
+    # each column holds one wrong value at row 3 of file-000 (episode 0, k=3, global index 3)
+    ("frame_index", pa.int32(), 0, [_d001(D0, 0, 1, 3, 0, 3)]),
+    ("index", pa.int32(), 0, [_d002(D0, 1, 3, 0, 3)]),
+    ("timestamp", pa.float64(), 0.0, [_d003(D0, 0, 1, 20, "3.00e-01")]),
+    # a column of a type the loader cannot use as that index is another check's finding (S-family): not read
+    ("frame_index", pa.float64(), 0.0, []),
+    ("index", pa.float64(), 0.0, []),
+    ("timestamp", pa.int64(), 0, []),
+    ("frame_index", pa.string(), "0", []),
+])
+def test_index_columns_are_read_only_when_their_type_is_usable(tmp_path, column, typ, value, expected):
+    root = _build(tmp_path)
+    cast = str if pa.types.is_string(typ) else int if pa.types.is_integer(typ) else float
+    _edit(root, D0, types={column: typ}, **{column: lambda v: [cast(x) for x in _at({3: value})(v)]})
+    assert _deep(_report(root)) == expected
+
+
+@pytest.mark.parametrize("typ", [pa.float64(), pa.list_(pa.int64()), None])
+def test_a_file_without_a_usable_episode_index_is_not_read(tmp_path, typ):
+    root = _build(tmp_path)
+    t = pq.read_table(root / D1)
+    i = t.schema.get_field_index("episode_index")
+    if typ is None:
+        t = t.remove_column(i)
+    else:
+        values = t.column(i).to_pylist()
+        t = t.set_column(i, "episode_index", pa.array([[v] for v in values] if pa.types.is_list(typ) else values,
+                                                       type=typ))
+    _write(root / D1, t)
+    # nothing of file-001 is read: its episode is missing from it, and nothing else is said about it
+    assert _deep(_report(root)) == [_d004(D1, "file lacks episode(s) [2] the metadata places here", G_HOLDS)]
 
 
 # --------------------------------------------------------------------------------------------------------- D005
@@ -447,6 +520,11 @@ def test_more_than_a_thousand_bad_frame_indices_in_one_batch_are_counted_per_epi
     assert "M001" not in _checks(r)
     assert _deep(r) == [("D001", "warning", D0, "episode 0: 1199 row(s) with frame_index out of sequence (first at row 0 "
                          f"of the episode: 9, expected 0) (2 occurrences: {G_D001}; e.g. {D0})", 2, G_D001, {})]
+    # frame_index wrapping at 1000: episode 0 is wrong from k=1000 on (200 rows), episode 1 everywhere
+    _edit(root, D0, frame_index=lambda v: [i % 1000 for i in range(len(v))])
+    scan = deep.scan_file(root / D0, fps=10, tolerance_s=1e-4, index_offset=0, list_columns={})
+    assert [(e, st.bad_frame, st.first_bad_frame) for e, st in scan.episodes.items()] == [
+        (0, 200, (1000, 0, 1000)), (1, 1300, (0, 200, 0))]
 
 
 # -------------------------------------------------------------------------------------------------- across files
@@ -522,6 +600,63 @@ def test_the_recording_observer_is_asked_for_each_file_by_name(tmp_path):
     assert sorted({json.loads(k)[1] for k in rec.memo}) == [D0, D1]
 
 
+@pytest.mark.parametrize("stats", [False, True])
+def test_recorded_scans_replay_to_the_same_report(tmp_path, stats):
+    root = _many_defects(tmp_path)
+    (target,) = resolve_target(str(root))
+    opts = ValidateOptions(deep=True, select=set(DEEP) | ({"G010"} if stats else set()))
+    rec = Recorder([D0, D1])
+    recorded = validate_target(target, opts, observer=rec)
+    rep = Replayer(json.loads(json.dumps(rec.memo)))  # as the memo travels between processes
+    replayed = validate_target(target, opts, observer=rep)
+    assert rep.misses == 0
+    assert _deep(replayed) == _deep(recorded) == MANY
+    assert [(f.check, f.path, f.message, f.count, f.subject) for f in replayed.findings] == \
+        [(f.check, f.path, f.message, f.count, f.subject) for f in recorded.findings]
+    assert _notes(replayed) == _notes(recorded)
+
+
+# ------------------------------------------------------------------------------------------ G010 through the scan
+GLOBAL_NOTE = ("G010 for the global statistics", "not every data file could be read")
+
+
+def test_the_global_statistics_need_every_file_read(tmp_path):
+    root = _build(tmp_path)
+    assert GLOBAL_NOTE not in _notes(_report(root, stats=True))
+    _zero_column_chunk(root / D1, "episode_index")
+    assert GLOBAL_NOTE in _notes(_report(root, stats=True))
+
+
+def test_the_global_statistics_need_every_column_in_every_file(tmp_path):
+    root = _build(tmp_path)
+    t = pq.read_table(root / D1)
+    _write(root / D1, t.remove_column(t.schema.get_field_index("observation.state")))
+    r = _report(root, stats=True)
+    assert GLOBAL_NOTE in _notes(r)
+    assert "M001" not in _checks(r)
+
+
+def test_the_global_statistics_of_a_clean_dataset_agree(tmp_path):
+    # a changed stored global maximum is found only when every file was read (the comparison is complete)
+    root = _build(tmp_path)
+    stats = json.loads((root / "meta/stats.json").read_text())
+    stats["frame_index"]["max"] = [99]
+    (root / "meta/stats.json").write_text(json.dumps(stats))
+    r = _report(root, stats=True)
+    assert [(f.check, f.path, f.subject) for f in r.findings if f.check == "G010"] == [
+        ("G010", "meta/stats.json", {"feature": "frame_index", "key": "max"})]
+
+
+def test_no_readable_data_file_leaves_nothing_to_scan(tmp_path):
+    root = _build(tmp_path)
+    (root / D0).write_bytes(b"not parquet")
+    (root / D1).write_bytes(b"not parquet")
+    r = _report(root, stats=True)
+    assert "M001" not in _checks(r)
+    assert [c for c in _checks(r) if c[0] in "DG" or c == "C005"] == []
+    assert ACROSS_NOTE in _notes(r)
+
+
 # ------------------------------------------------------------------------------------ the decode-ahead generator
 def _index_file(path: Path, sizes: list[int], *, extra: bool = True) -> list[str]:
     """A data file of ``sum(sizes)`` rows of one episode (clean index columns), row groups of ``sizes``; with
@@ -552,12 +687,14 @@ def _decoded(path: Path, cols: list[str], batch_rows: int) -> list[tuple[int, li
     (3, [500, 500, 500, 0, 300, 1200], 1000, [1000, 800, 1200]),
     (3, [0, 400, 400, 0], 1000, [800]),
     (3, [1000, 1, 999], 1000, [1000, 1000]),
+    (3, [1000, 1], 1000, [1000, 1]),
     (2, [600, 600, 600], 1000, [600, 600, 600]),
+    (3, [100, 2000], 1000, [100, 2000]),
     # a row group over 2 * batch_rows: streamed in batches of batch_rows
-    (3, [100, 2500], 1000, [1000, 1000, 600]),
+    (3, [100, 2001], 1000, [1000, 1000, 101]),
     (3, [2001], 1000, [1000, 1000, 1]),
     # one thread or one row group: streamed
-    (1, [500, 500, 500], 1000, [1000, 500]),
+    (1, [600, 600, 600], 1000, [1000, 800]),
     (3, [1500], 1000, [1000, 500]),
 ])
 def test_decode_ahead_batches(tmp_path, monkeypatch, threads, sizes, batch_rows, expected):
@@ -590,6 +727,7 @@ def test_every_read_path_gives_the_same_scan_of_a_file_of_many_row_groups(tmp_pa
     fi[15] = 40  # episode 2, k=1
     idx = np.arange(n)
     idx[30] = 3
+    idx[36] = 0
     ts = (np.tile(np.arange(7), 6) / 10).astype(np.float32)
     ts[8] = 0.9  # episode 1, k=1: off by 0.8 s
     vals = [[0.0, 1.0]] * n
@@ -603,7 +741,7 @@ def test_every_read_path_gives_the_same_scan_of_a_file_of_many_row_groups(tmp_pa
         "episodes": [[0, 7, 0, None, 0, 0.0], [1, 7, 0, None, 1, pytest.approx(0.8)],
                      [2, 7, 1, [1, 40, 1], 0, 0.0], [3, 7, 0, None, 0, 0.0], [4, 7, 0, None, 0, 0.0],
                      [5, 7, 0, None, 0, 0.0]],
-        "bad_index": 1, "first_bad_index": [30, 3, 30], "list_bad": [["v", 1]], "rows": 42,
+        "bad_index": 2, "first_bad_index": [30, 3, 30], "list_bad": [["v", 1]], "rows": 42,
     }
     scans = {}
     for threads in (1, 3):
