@@ -75,7 +75,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "checks-tasks": ("lerobot_tools/checks/tasks.py", [*CHECK_TESTS, "tests/test_bite_tasks_schema.py"]),
     "checks-videos": ("lerobot_tools/checks/videos.py", [*CHECK_TESTS, "tests/test_bite_boundaries.py",
                                                           "tests/test_bite_videos.py"]),
-    "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS]),
+    "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS, "tests/test_bite_deep.py"]),
     # family X (a mixture's datasets against each other) and family M (what a mixture entry asks of its dataset)
     "checks-mixture": ("lerobot_tools/checks/mixture.py", ["tests/test_mixture_checks.py"]),
     "checks-targets": ("lerobot_tools/checks/targets.py", [*CHECK_TESTS, "tests/test_mixture_checks.py"]),

@@ -153,13 +153,15 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
             if "frame_index" in wanted:
                 fi = batch.column("frame_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
                 bad = np.flatnonzero(fi != pos)
-                for r in bad[:1000]:
-                    st = scan.episodes[int(ep[r])]
-                    st.bad_frame += 1
-                    if st.first_bad_frame is None:
-                        st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
-                if len(bad) > 1000:
-                    scan.episodes[int(ep[bad[-1]])].bad_frame += len(bad) - 1000
+                if len(bad):
+                    # per episode: how many rows are wrong, and the first of them (bad is in row order)
+                    bad_eps, first, counts = np.unique(ep[bad], return_index=True, return_counts=True)
+                    for e, i, c in zip(bad_eps.tolist(), first.tolist(), counts.tolist()):
+                        st = scan.episodes[e]
+                        st.bad_frame += c
+                        if st.first_bad_frame is None:
+                            r = bad[i]
+                            st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
                 if fps and "timestamp" in wanted:
                     ts = batch.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
                     err = np.abs(ts - pos / fps)  # the k-th frame of an episode is at k / fps (D001 checks frame_index == k)
