@@ -411,6 +411,16 @@ def test_d005_counts_the_rows_of_a_variable_length_list_column_in_each_file(tmp_
     assert _deep(_report(root, stats=True)) == expected
 
 
+def test_a_feature_with_rows_of_the_wrong_length_in_one_file_gets_no_global_g010(tmp_path):
+    root = _build(tmp_path)
+    # one short row of action in file-000 only: its statistics are not recomputed anywhere (D005 is the cause);
+    # the totals of file-001 alone must not be compared with meta/stats.json (they are not the whole data)
+    _edit(root, D0, types={"action": VAR_LIST}, action=_lengths({0: 5}))
+    r = _report(root, stats=True)
+    assert [(f.check, f.path) for f in r.findings if f.check in ("D005", "G010")] == [("D005", D0)]
+    assert ("G010 for action", "rows do not all hold the declared number of values (D005/S004)") in _notes(r)
+
+
 def test_d005_is_not_checked_for_fixed_size_lists_nor_right_lengths(tmp_path):
     root = _build(tmp_path)
     # variable-length lists of the declared length; observation.state stays a fixed-size list

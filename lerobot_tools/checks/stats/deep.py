@@ -481,6 +481,8 @@ def report(ctx: CheckContext, scan: StatsComparison, *, complete: bool) -> None:
         g = facts.global_stats.get(name)
         if g is None or name in facts.stale or (None, name) in facts.untrusted or name not in feats:
             continue
+        if name in scan.unusable:  # the totals hold only the files where its rows were usable: not the whole data
+            continue
         if name in facts.miscounted and not facts.global_source.startswith("meta/"):
             continue  # the v2.1 aggregate is skewed by a wrong per-episode count: G007 states the cause
         bad = compare(g, m, scan.columns[name][1])
