@@ -131,6 +131,10 @@ def _write_config(work: Path, module: str, selection: list[str]) -> None:
               # whose ffmpeg-backed tests merely ran slower with two children at work count as timeouts, i.e. as
               # killed, though they pass every test
               "timeout_multiplier = 3.0", "timeout_constant = 60.0",
+              # each mutant's tests run in a process forked from a fresh fork server, not from mutmut's main
+              # process, which has run the whole selection once: forked from that one, tests that probe videos
+              # with PyAV hung until the time limit, so mutants they would not catch counted as timeouts (killed)
+              "process_isolation = forkserver", "forkserver_warmup = collect",
               "debug = true", ""]  # pytest's output goes to the log: a failing baseline run is diagnosable
     (work / "setup.cfg").write_text("\n".join(lines))
 
