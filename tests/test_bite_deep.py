@@ -247,7 +247,14 @@ def test_without_a_usable_fps_timestamps_are_not_checked_but_frame_indices_are(t
         info["fps"] = fps
     (root / INFO).write_text(json.dumps(info))
     _edit(root, D0, frame_index=_at({3: 0}), timestamp=_at({5: 9.0}))
-    assert _deep(_report(root)) == [_d001(D0, 0, 1, 3, 0, 3)]
+    r = _report(root)
+    assert _deep(r) == [_d001(D0, 0, 1, 3, 0, 3)]
+    assert ("D003", "info.json has no usable fps, so the time of the k-th frame is unknown") in _deep_notes(r)
+
+
+def test_with_a_usable_fps_there_is_no_d003_note(tmp_path):
+    root = _build(tmp_path)
+    assert not [n for n in _deep_notes(_report(root)) if n[0] == "D003"]
 
 
 def test_d003_counts_per_episode_and_keeps_the_largest_error(tmp_path):

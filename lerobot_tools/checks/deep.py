@@ -271,6 +271,8 @@ def run(ctx: CheckContext) -> None:
 
     by_ep = {e.episode_index: e for e in ds.episodes}
     fps = ds.fps
+    if fps is None:  # the info family says why (I003 / I005)
+        ctx.skip("D003", "info.json has no usable fps, so the time of the k-th frame is unknown")
     tol = ctx.options.tolerance_s
     feats = ds.features
     global_offset: int | None = 0
