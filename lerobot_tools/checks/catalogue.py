@@ -447,7 +447,8 @@ _CHECKS = [
     Check("G004", "stats-shape", ERROR, "A statistics entry is incomplete or its shape does not match the feature.",
           "Every stats.json / per-episode entry of a declared feature has min, max, mean, std and count as "
           "rectangular numeric lists; count has shape (1,); the others the feature's shape (a rank >= 2 feature "
-          "may have (shape[-1],), as lerobot 0.4 writes) or (3, 1, 1) for a camera; every normalised feature "
+          "may have (shape[-1],), as lerobot 0.4 writes) or (3, 1, 1) for a camera, one shape for all of them; "
+          "every normalised feature "
           "(observation.*, action*) has an entry in stats.json (lerobot 0.4.4 compute_stats.py).",
           "lerobot's aggregate_stats raises ValueError for a count not of shape (1,) or camera stats not (3, 1, 1) "
           "(at load for v2.1); in normalisation a wrong-length mean raises a broadcast RuntimeError on the first "

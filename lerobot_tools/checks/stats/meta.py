@@ -95,6 +95,7 @@ class _Checker:
         """Run G003-G007 and G009 on one feature's entry. Returns ``(parsed or None when untrusted, consistent)``."""
         ctx, feat = self.ctx, self.feats[name]
         kind = st.feature_kind(feat)
+        at = where  # _hazard adds its own ": "
         where = f"{where}: " if where else ""
         subj = {"feature": name, "episode": episode}
         scope = "per-episode statistics" if episode is not None else "statistics"
@@ -113,6 +114,11 @@ class _Checker:
                     want = " or ".join(str(t) for t in shapes)
                     problems.append(f"{_label(name, s)} has shape {v.shape}, expected {want} for a "
                                     f"{'camera' if kind == 'camera' else 'feature of shape ' + str(tuple(feat.get('shape')))}")
+        if not problems:  # each one may be a shape lerobot writes (rank >= 2: two), but they must agree
+            ref = stats["min"].shape
+            problems = [f"{_label(name, s)} has shape {v.shape} but {_label(name, 'min')} has shape {ref}"
+                        for s, v in stats.items() if (s in st.BASE_STATS or s in st.QUANTILES) and s != "count"
+                        and v.shape != ref]
         if problems:
             ctx.emit("G004", f"{where}{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
                      path, severity=severity, group=f"{scope} entries are incomplete or have the wrong shape", **subj)
@@ -130,7 +136,7 @@ class _Checker:
         consistent = self._consistency(where, path, name, kind, stats, episode, severity, scope, count_expected)
         n = count_expected or int(stats["count"][0])
         if consistent and hazard_severity and st.normalised(name, feat) and (episode is None or n >= 2):
-            self._hazard(where, path, name, stats, hazard_severity, episode)
+            self._hazard(at, path, name, stats, hazard_severity, episode)
         return stats, consistent
 
     def _consistency(self, where, path, name, kind, stats, episode, severity, scope, count_expected) -> bool:
