@@ -1156,6 +1156,20 @@ def test_g009_v21_warns_on_the_aggregate_the_loader_normalises_with(tmp_path):
                                rtol=1e-12)
 
 
+def test_g009_v21_aggregate_is_kept_when_the_unread_stats_json_entry_is_broken(tmp_path):
+    # a v2.1 stats.json entry that cannot be read is a warning (the loader never reads it): the aggregate of the
+    # per-episode statistics, which the loader normalises with, is still computed, checked and handed to --deep
+    root = _build(tmp_path, hook=_constant_action, tasks=("pick",))
+    _edit_json(root / STATS, lambda d: d["action"].update(mean=[math.nan] * 3))
+    ctx = _run(root)
+    found = _found(ctx)
+    assert [f[:3] for f in found if f[0] == "G003"] == [("G003", "warning", STATS)]
+    assert _hazard(None, "1", "7.5", path=EPS_STATS, severity="warning",
+                   prefix="aggregate of meta/episodes_stats.jsonl") in found
+    np.testing.assert_allclose(ctx.stats_facts.global_stats["action"]["mean"], _aggregate(root)["action"]["mean"],
+                               rtol=1e-12)
+
+
 def test_g009_v21_aggregate_of_every_trusted_feature(tmp_path):
     # 'action' of episode 0 cannot be read (its aggregate is not trusted): the other features are still aggregated
     def hook(ep, cols):
