@@ -1114,6 +1114,17 @@ def test_g008_is_not_derived_from_failing_or_missing_entries(tmp_path):
     assert [f[0] for f in _g(root)] == ["G005"]
 
 
+def test_g008_counts_episodes_whose_entries_have_no_quantiles(tmp_path):
+    # episodes written before quantiles existed (e.g. converted from v2.1, then merged with new ones) have null
+    # q01..q99 cells: their entries pass every check, so they are aggregated and G008 still compares stats.json
+    root = _build(tmp_path, "v3.0")
+    _reaggregate(root)
+    for q in Q:
+        _set_v3(root, 1, f"stats/action/{q}", None)
+    r = _report(root)
+    assert [(f.check, f.severity, f.path, f.message) for f in r.findings if f.check.startswith("G")] == [CANARY_V3[:4]]
+
+
 def test_g008_weighs_a_camera_by_its_stored_count(tmp_path):
     # camera counts are pixel counts, not frames: the aggregate weighs each episode by its stored count, as lerobot
     root = _build(tmp_path, "v3.0", video_keys=(CAM,))
