@@ -1457,6 +1457,26 @@ def test_g010_incomplete_data_skips_the_global_comparison(tmp_path):
     assert "G003" in _g(r) and _findings(r, "G010") == []
 
 
+def test_g010_notes_a_column_with_rows_of_another_width(tmp_path):
+    root = _v3(tmp_path)
+    path = root / V3_DATA[1]  # episodes 2 and 3
+    t = pq.read_table(path)
+    i = t.schema.get_field_index("action")
+    vals = t.column("action").to_pylist()
+    vals[3] = vals[3][:5]
+    t = t.set_column(i, pa.field("action", pa.list_(pa.float32())), pa.array(vals, pa.list_(pa.float32())))
+    pq.write_table(t, path)
+    _edit_json(root / "meta/stats.json", lambda s: s["observation.state"]["std"].__setitem__(0, 0.0))
+    r = _report(root)
+    assert _notes(r)["G010 for action"] == "rows do not all hold the declared number of values (D005/S004)"
+    # the other features are still compared with stats.json over all 72 frames; action, whose totals would hold
+    # only the 35 rows of the readable file, is not (stats.json describes all 72)
+    assert [(f.subject, f.message.split(" stored")[0], f.message.endswith("over all 72 frame(s); MEAN_STD divides "
+                                                                          "that dimension by 1e-8"))
+            for f in _findings(r, "G010")] == [({"feature": "observation.state", "key": "std"},
+                                                "meta/stats.json: 'observation.state' std[0]", True)]
+
+
 def test_g010_notes_cameras_are_not_recomputed(tmp_path):
     root = _v3(tmp_path, video_keys=("observation.images.front",))
     r = _report(root, select={"G010"})
