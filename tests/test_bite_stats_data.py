@@ -189,6 +189,11 @@ def test_accepted_shapes(feat, shapes):
     (True, "mean", None),
     (False, "count", None),
     ("abc", "mean", None),
+    ("1.5", "mean", None),  # text that numpy would parse: not a number for a loader
+    (["1.5", 2], "mean", None),
+    ([[1, "2"], [3, 4]], "mean", None),
+    (["1", None], "max", None),
+    (["20"], "count", None),
     ({"a": 1}, "mean", None),
     ([[1, 2], [3]], "mean", None),  # not rectangular
     ([[1, [2]], [3, 4]], "mean", None),
@@ -370,6 +375,36 @@ def test_episode_stats_reader_parquet_problems(tmp_path, as_nobody):
     assert len(inner) == 160
 
 
+def test_numbers_written_as_text_and_fractional_counts_are_g004_in_every_layout(tmp_path):
+    """A statistic written as text ("1.5") is not a number to a loader, and a count of 15.5 or NaN is no count:
+    G004 names the statistic, whether it comes from stats.json, episodes_stats.jsonl or a parquet column."""
+    v3 = _v3(tmp_path)
+    _edit_json(v3 / "meta/stats.json", lambda s: s["action"].update(mean=[str(x) for x in s["action"]["mean"]]))
+    means = [[str(x) for x in m] for m in _stats_v3(v3, "action", "mean")]
+    _retype_v3(v3, "stats/action/mean", means, pa.list_(pa.string()))
+    counts = [[c[0] + {1: 0.5, 3: math.nan}.get(e, 0)] for e, c in enumerate(_stats_v3(v3, "observation.state", "count"))]
+    _retype_v3(v3, "stats/observation.state/count", counts, pa.list_(pa.float64()))
+    r = _report(v3, deep=False)
+    assert [(f.message, f.path, f.severity) for f in _findings(r, "G004")] == [
+        ("episode 0: 'action'.mean is not a rectangular list of numbers (6 occurrences: per-episode statistics "
+         f"entries are incomplete or have the wrong shape; e.g. {EPS_V3})", EPS_V3, "warning"),
+        ("'action'.mean is not a rectangular list of numbers", "meta/stats.json", "error")]
+    g004 = []
+    st_rows = st.StatsBlocks(Dataset(v3))
+    for block in st_rows:
+        for name in ("action", "observation.state"):
+            for stat, c in block.features[name].items():
+                g004 += [(int(block.episodes[i]), name, stat, s) for i, s in sorted(c.shapes.items())]
+    assert g004 == [(e, "action", "mean", "unreadable") for e in range(4)] + \
+        [(1, "observation.state", "count", "unreadable"), (3, "observation.state", "count", "unreadable")]
+    assert [f.subject.get("episode") for f in _findings(r, "G007")] == []  # no count read as 15 or -2**63
+    v21 = _v21(tmp_path)
+    _edit_v21(v21, lambda e, s: s["action"].update(mean=[str(x) for x in s["action"]["mean"]]) if e == 1 else None)
+    r = _report(v21, deep=False)
+    assert [(f.message, f.path) for f in _findings(r, "G004")] == [
+        ("episode 1: 'action'.mean is not a rectangular list of numbers", STATS_JSONL)]
+
+
 # ======================================================================================== stored.py: columns
 def _col(c: st.StatColumn) -> tuple[list, list, dict]:
     return c.values.tolist(), c.ok.tolist(), c.shapes
@@ -412,6 +447,9 @@ def test_column_from_values_row_by_row():
     # scalars (0-d): one value per row
     c = st.column_from_values([1.5, 2.5], "mean", {"dtype": "float32", "shape": [1]})
     assert c.values.shape == (2,) and _col(c) == ([1.5, 2.5], [True, True], {})
+    # numbers written as text are not numbers
+    c = st.column_from_values([["1.5", "2"], [1.0, 2.0], [None, 3.0]], "mean", feat)
+    assert _col(c)[1:] == ([False, True, True], {0: "unreadable"}) and np.isnan(c.values[2, 0])
     # nothing stored at all
     c = st.column_from_values([None, None], "std", feat)
     assert c.values.shape == (2, 1) and np.isnan(c.values).all() and _col(c)[1:] == ([False, False], {0: None, 1: None})
@@ -449,9 +487,15 @@ def test_arrow_column_fast_path_and_fallbacks():
     assert c.ok.tolist() == [True, False, False] and c.shapes == {1: None, 2: (3,)}
     c = st._arrow_column(pa.array([[1.0, 2.0, 3.0]] * 2, type=pa.list_(pa.float64())), "min", {"dtype": "float32", "shape": [2]})
     assert _col(c) == ([[1.0, 2.0, 3.0]] * 2, [True, True], {})
-    # text is not a number
-    c = st._arrow_column(pa.array([["a"], ["b"]], type=pa.list_(pa.string())), "mean", {"dtype": "float32", "shape": [1]})
+    # text is not a number, not even "1.5"
+    c = st._arrow_column(pa.array([["a"], ["1.5"]], type=pa.list_(pa.string())), "mean", {"dtype": "float32", "shape": [1]})
     assert c.ok.tolist() == [False, False] and c.shapes == {0: "unreadable", 1: "unreadable"}
+    # counts stored as floats: whole numbers are counts, others are not (as in JSON)
+    c = st._arrow_column(pa.array([[20.0], [15.5], [math.nan], [12.0]], type=pa.list_(pa.float64())), "count", STATE_FEAT)
+    assert c.values.dtype == np.int64
+    assert _col(c) == ([[20], [0], [0], [12]], [True, False, False, True], {1: "unreadable", 2: "unreadable"})
+    c = st._arrow_column(pa.array([[20.0], [15.0]], type=pa.list_(pa.float32())), "count", STATE_FEAT)
+    assert c.values.dtype == np.int64 and _col(c) == ([[20], [15]], [True, True], {})
     c = st._arrow_column(pa.array([], type=pa.list_(pa.float64())), "mean", STATE_FEAT)
     assert c.values.shape[0] == 0 and c.ok.tolist() == []
 

@@ -101,13 +101,19 @@ def accepted_shapes(feat: dict) -> list[tuple[int, ...]]:
 
 def to_array(value: Any, stat: str) -> np.ndarray | None:
     """A stored statistic as a numpy array (``count`` int64, others float64), or None when it is not a
-    rectangular nested list of numbers."""
-    if isinstance(value, bool) or value is None:
+    rectangular nested list of numbers (a numeric string such as ``"1.5"`` is not a number: lerobot's loaders
+    keep it a string, which no tensor can be made of)."""
+    if isinstance(value, (bool, str, bytes)) or value is None:
         return None
     try:
         arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)  # what the value holds: numpy parses the text "1.5" as a number
     except (TypeError, ValueError):
         return None
+    if raw.dtype.kind in ("U", "S"):
+        return None
+    if raw.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in raw.reshape(-1)):
+        return None  # text among None
     if arr.dtype == object:
         return None
     if stat == "count":
@@ -369,9 +375,11 @@ def column_from_values(values: list[Any], stat: str, feat: dict | None) -> StatC
     k = len(values)
     dtype = np.int64 if stat == "count" else np.float64
     try:
-        arr = np.asarray(values, dtype=np.float64) if all(v is not None for v in values) else None
+        raw = np.asarray(values) if all(v is not None for v in values) else None
     except (TypeError, ValueError):
-        arr = None
+        raw = None
+    # numbers only (text, or None inside a row: row by row, see to_array)
+    arr = raw.astype(np.float64, copy=False) if raw is not None and raw.dtype.kind in "biuf" else None
     if arr is not None and arr.dtype != object and arr.ndim >= 2 and (
             not accepted_shapes(feat or {}) or stat == "count" or arr.shape[1:] in accepted_shapes(feat or {})):
         ok = np.ones(k, dtype=bool)
@@ -437,6 +445,8 @@ def _arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
                     if shape != (1,):
                         return StatColumn(np.zeros((k, 1), dtype=np.int64), np.zeros(k, dtype=bool),
                                           {i: shape for i in range(k)})
+                    if not (np.all(np.isfinite(vals)) and np.all(vals == np.round(vals))):
+                        return column_from_values(arr.to_pylist(), stat, feat)  # not whole numbers: row by row
                     return StatColumn(vals.astype(np.int64), np.ones(k, dtype=bool), {})
                 return StatColumn(vals.astype(np.float64), np.ones(k, dtype=bool), {})
     return column_from_values(arr.to_pylist(), stat, feat)
