@@ -194,6 +194,7 @@ def test_accepted_shapes(feat, shapes):
     ([[1, "2"], [3, 4]], "mean", None),
     (["1", None], "max", None),
     (["20"], "count", None),
+    ([b"12"], "mean", None),
     ({"a": 1}, "mean", None),
     ([[1, 2], [3]], "mean", None),  # not rectangular
     ([[1, [2]], [3, 4]], "mean", None),
@@ -331,11 +332,22 @@ def test_episode_stats_reader_parquet_rows_across_row_groups_and_files(tmp_path)
     t = t.append_column("stats/orphan", pa.array([[1.0]] * 5))
     pq.write_table(t.slice(0, 3), root / EPS_V3, row_group_size=2)  # row groups: [0, 1], [2]
     second = "meta/episodes/chunk-000/file-001.parquet"
-    pq.write_table(t.slice(3), root / second, row_group_size=1)  # [3], [4]
+    again = t.slice(0, 1)  # episode 0 once more, with other values: lookups give its first row
+    again = again.set_column(again.schema.get_field_index("stats/action/mean"), "stats/action/mean",
+                             pa.array([[0.0] * 6], type=pa.list_(pa.float64())))
+    pq.write_table(pa.concat_tables([t.slice(3), again]), root / second, row_group_size=1)  # [3], [4], [0]
+    # a third file of one row group: episode 1 twice (the first row counts), and a row without an index
+    third = "meta/episodes/chunk-000/file-002.parquet"
+    twice = pa.concat_tables([t.slice(1, 1), again.set_column(0, "episode_index", pa.array([1])), t.slice(2, 1)])
+    twice = twice.set_column(0, "episode_index", pa.array([1, 1, None], pa.int64()))
+    pq.write_table(twice, root / third)
     reader = st.EpisodeStatsReader(Dataset(root))
     rows = list(reader)
     assert [(r.episode_index, r.source, r.where) for r in rows] == [
-        (0, EPS_V3, "row 0"), (1, EPS_V3, "row 1"), (2, EPS_V3, "row 2"), (3, second, "row 0"), (4, second, "row 1")]
+        (0, EPS_V3, "row 0"), (1, EPS_V3, "row 1"), (2, EPS_V3, "row 2"), (3, second, "row 0"), (4, second, "row 1"),
+        (0, second, "row 2"), (1, third, "row 0")]
+    assert rows[5].stats["action"]["mean"] == [0.0] * 6 != rows[0].stats["action"]["mean"]
+    assert rows[6].stats["action"]["mean"] == rows[1].stats["action"]["mean"]
     assert reader.problems == []
     assert set(rows[0].stats) == {"action", "observation.state", "timestamp", "frame_index", "episode_index",
                                   "index", "task_index"}
@@ -505,12 +517,16 @@ SECOND_EPS = "meta/episodes/chunk-000/file-001.parquet"
 
 
 def _split_episodes_v3(root: Path) -> pa.Table:
-    """Episodes 0-2 in ``file-000`` (row groups of 1 row), 3-4 in ``file-001`` (one row group), an empty
-    ``file-002`` and a ``file-003`` without episode_index. Returns the original table."""
+    """Episodes 0-2 in ``file-000`` (row groups of 1 row), 3, 4 and 0 again in ``file-001`` (one row group), an
+    empty ``file-002`` and a ``file-003`` without episode_index. Returns the original table."""
     t = pq.read_table(root / EPS_V3)
     assert t.num_rows == 5
+    t = t.append_column("stats/orphan", pa.array([[1.0]] * 5))  # no feature part: ignored
     pq.write_table(t.slice(0, 3), root / EPS_V3, row_group_size=1)
-    pq.write_table(t.slice(3), root / SECOND_EPS)
+    again = t.slice(0, 1)  # episode 0 once more at the end of file-001, with other values
+    again = again.set_column(again.schema.get_field_index("stats/action/mean"), "stats/action/mean",
+                             pa.array([[0.0] * 6], type=pa.list_(pa.float64())))
+    pq.write_table(pa.concat_tables([t.slice(3), again]), root / SECOND_EPS)
     pq.write_table(t.slice(0, 0), root / "meta/episodes/chunk-000/file-002.parquet")
     pq.write_table(pa.table({"stats/action/mean": pa.array([[1.0]])}), root / "meta/episodes/chunk-000/file-003.parquet")
     return t
@@ -523,13 +539,17 @@ def test_stats_blocks_parquet_stream_and_lookup_across_blocks_and_files(tmp_path
     reader = st.StatsBlocks(Dataset(root))
     blocks = list(reader)
     assert [(b.source, b.first_row, b.episodes.tolist(), b.where_kind) for b in blocks] == [
-        (EPS_V3, 0, [0, 1], "row"), (EPS_V3, 2, [2], "row"), (SECOND_EPS, 0, [3, 4], "row")]
+        (EPS_V3, 0, [0, 1], "row"), (EPS_V3, 2, [2], "row"), (SECOND_EPS, 0, [3, 4, 0], "row")]
     assert reader.problems == []
     assert blocks[0].episodes.dtype == np.int64 and blocks[2].where(1) == "episode 4"
+    assert set(blocks[0].features) == {"action", "observation.state", "timestamp", "frame_index", "episode_index",
+                                       "index", "task_index"}
     mean = t.column("stats/action/mean").to_pylist()
+    assert blocks[2].features["action"]["mean"].values.tolist() == [mean[3], mean[4], [0.0] * 6]
     for b in blocks:
-        col = b.features["action"]["mean"]
-        assert col.ok.all() and col.values.tolist() == [mean[e] for e in b.episodes.tolist()]
+        if b is not blocks[2]:
+            col = b.features["action"]["mean"]
+            assert col.ok.all() and col.values.tolist() == [mean[e] for e in b.episodes.tolist()]
         assert b.features["action"]["count"].values[:, 0].tolist() == [(20, 15, 25, 12, 9)[e] for e in b.episodes.tolist()]
         assert b.nbytes == b.episodes.nbytes + sum(c.values.nbytes + c.ok.nbytes for s in b.features.values()
                                                    for c in s.values())
@@ -541,6 +561,9 @@ def test_stats_blocks_parquet_stream_and_lookup_across_blocks_and_files(tmp_path
     reader.close()
     assert reader.lookup([3])[3][0].features["observation.state"]["q50"].values[0].tolist() == \
         t.column("stats/observation.state/q50")[3].as_py()  # read again after close()
+    reader.close()
+    (root / SECOND_EPS).unlink()  # gone since the stream: its episodes are not found, the others are
+    assert sorted(reader.lookup([3, 4, 1])) == [1]
 
 
 def test_stats_blocks_parquet_problems_and_row_groups_read_together(tmp_path, monkeypatch):
@@ -570,10 +593,22 @@ def test_stats_blocks_open_each_file_once(tmp_path, monkeypatch):
             super().__init__(source, *a, **kw)
 
     monkeypatch.setattr(pq, "ParquetFile", Counting)
+    reads: list[list[int]] = []
+    real_read = pq.ParquetFile.read_row_groups
+
+    def counting(self, row_groups, *a, **kw):
+        reads.append(list(row_groups))
+        return real_read(self, row_groups, *a, **kw)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
     reader = st.StatsBlocks(Dataset(root))
     assert [b.episodes.tolist() for b in reader] == [[0], [1], [2], [3]]
-    found = reader.lookup([0, 3, 1, 2])  # blocks 0 and 1 were let go (two kept): read again, the file is open
-    assert {e: int(b.episodes[i]) for e, (b, i) in found.items()} == {0: 0, 1: 1, 2: 2, 3: 3}
+    assert reads == [[0], [1], [2], [3]]
+    found = reader.lookup([2, 3])  # the last two blocks read are still held
+    assert {e: int(b.episodes[i]) for e, (b, i) in found.items()} == {2: 2, 3: 3} and len(reads) == 4
+    found = reader.lookup([1, 3, 0])  # blocks 0 and 1 were let go: read again (the file is still open)
+    assert {e: int(b.episodes[i]) for e, (b, i) in found.items()} == {0: 0, 1: 1, 3: 3}
+    assert reads[4:] == [[1], [0]]
     assert opened == ["file-000.parquet"]
 
 
@@ -856,6 +891,12 @@ def test_running_aggregate_equals_the_batch_formula():
     for k in ref:
         np.testing.assert_allclose(res[k], ref[k], rtol=1e-12)
     assert "q10" not in res  # b came first without it: never collected
+    # an entry weighing nothing does not decide which quantiles are collected either
+    run = compute.RunningAggregate()
+    run.add({k: v for k, v in c.items() if k != "q10"}, count=0)
+    run.add(a)
+    assert set(run.result()) == {"min", "max", "mean", "std", "count", "q10", "q50"}
+    assert run.result()["q10"].tolist() == [0.5, 1.5] and run.result()["count"].tolist() == [2]
     # camera entries keep their (3, 1, 1) shape
     cams = [{k: (v if k == "count" else v.reshape(3, 1, 1)) for k, v in
              _entry(m, [0.1, 0.2, 0.3], n, [0.0] * 3, [1.0] * 3).items()} for m, n in (([0.1, 0.2, 0.3], 4), ([0.5, 0.4, 0.3], 2))]
@@ -1163,19 +1204,24 @@ def test_numeric_columns_and_batch_rows(tmp_path):
     _edit_json(root / "meta/info.json", lambda i: i["features"].update({
         "grid": {"dtype": "float32", "shape": [2, 3]}, "flag": {"dtype": "bool", "shape": [1]},
         "label": {"dtype": "string", "shape": [1]}, "absent": {"dtype": "float32", "shape": [4]},
-        "empty": {"dtype": "float32", "shape": [0]}, "odd": {"dtype": "float32", "shape": ["4"]}}))
+        "empty": {"dtype": "float32", "shape": [0]}, "odd": {"dtype": "float32", "shape": ["4"]},
+        "txt": {"dtype": "float32", "shape": [1]}, "rec": {"dtype": "float32", "shape": [1]},
+        "half": {"dtype": "float16", "shape": [2]}}))
     schema = pa.schema([("action", pa.list_(pa.float32(), 6)), ("observation.state", pa.list_(pa.float64())),
                         ("timestamp", pa.float32()), ("frame_index", pa.int64()), ("episode_index", pa.int64()),
                         ("index", pa.int64()), ("task_index", pa.int64()), ("grid", pa.list_(pa.float32())),
                         ("flag", pa.bool_()), ("label", pa.string()), ("empty", pa.list_(pa.float32())),
-                        ("odd", pa.list_(pa.float32())), ("observation.images.front", pa.struct([("path", pa.string())]))])
+                        ("odd", pa.list_(pa.float32())), ("observation.images.front", pa.struct([("path", pa.string())])),
+                        ("txt", pa.string()), ("rec", pa.struct([("x", pa.float32())])),
+                        ("half", pa.list_(pa.float16(), 2))])
     cols = sd.numeric_columns(Dataset(root), schema)
     assert cols == {"action": (6, np.dtype(np.float32)), "observation.state": (6, np.dtype(np.float64)),
                     "timestamp": (1, np.dtype(np.float32)), "frame_index": (1, np.dtype(np.int64)),
                     "episode_index": (1, np.dtype(np.int64)), "index": (1, np.dtype(np.int64)),
-                    "task_index": (1, np.dtype(np.int64)), "flag": (1, np.dtype(np.bool_))}
-    # 6 float32 + 6 float64 + float32 + 4 int64 + bool = 24 + 48 + 4 + 32 + 1 = 109 bytes a row
-    assert sd.batch_rows_for(schema, cols, 100_000) == 8 * 2**20 // 109
+                    "task_index": (1, np.dtype(np.int64)), "flag": (1, np.dtype(np.bool_)),
+                    "half": (2, np.dtype(np.float16))}
+    # 6 float32 + 6 float64 + float32 + 4 int64 + bool + 2 float16 = 24 + 48 + 4 + 32 + 1 + 4 = 113 bytes a row
+    assert sd.batch_rows_for(schema, cols, 100_000) == 8 * 2**20 // 113
     assert sd.batch_rows_for(schema, cols, 5000) == 5000
     assert sd.batch_rows_for(schema, {"action": (100_000, np.dtype(np.float64))}, 65_536) == 1024
     assert sd.batch_rows_for(schema, {"nowhere": (6, np.dtype(np.float64))}, 777) == 777
@@ -1482,6 +1528,47 @@ def test_g010_leaves_out_episodes_whose_rows_are_not_contiguous(tmp_path):
     assert notes["G010 for episodes whose rows are not contiguous"] == \
         "1 episode(s) appear in more than one run of rows (D004)"
     assert notes["G010 for the global statistics"] == "not every data file could be read"
+
+
+def test_g010_leaves_out_an_episode_found_in_two_files(tmp_path):
+    """Episode 1's last 5 rows moved to the front of the next data file: each file holds it contiguously, but
+    its moments in the first file are of 10 of its 15 rows; it is not compared (no G010 for its right entry)."""
+    root = _v3(tmp_path)
+    a, b = pq.read_table(root / V3_DATA[0]), pq.read_table(root / V3_DATA[1])
+    pq.write_table(a.slice(0, 30), root / V3_DATA[0])
+    pq.write_table(pa.concat_tables([a.slice(30), b]), root / V3_DATA[1])
+    r = _report(root)
+    assert _findings(r, "G010") == []
+    assert _notes(r)["G010 for episodes whose rows are not contiguous"] == \
+        "1 episode(s) appear in more than one run of rows (D004)"
+
+
+def test_g010_skips_entries_metadata_checks_cannot_trust(tmp_path):
+    root = _v3(tmp_path)
+    _set_v3(root, 1, "stats/action/mean", lambda v: v[:5])  # G004: 5 values for 6 dimensions
+    _set_v3(root, 1, "stats/action/std", lambda v: [x / 3 for x in v])  # wrong too, but the entry is untrusted
+    r = _report(root)
+    assert [f.message for f in _findings(r, "G004")] == [
+        "episode 1: 'action'.mean has shape (5,), expected (6,) for a feature of shape (6,)"]
+    assert _findings(r, "G010") == []
+
+
+@pytest.mark.parametrize("miscount", [False, True])
+def test_g010_global_left_to_g008_when_stats_json_is_stale(tmp_path, miscount):
+    """stats.json that disagrees with the per-episode entries is G008's (stale); when the entries are not sound
+    (a wrong count: G007) G008 cannot judge, and for v3.0 stats.json is compared with the data."""
+    root = _v3(tmp_path)
+    if miscount:
+        _set_v3(root, 1, "stats/action/count", lambda v: [99])
+    _edit_json(root / "meta/stats.json", lambda s: s["action"]["std"].__setitem__(1, s["action"]["std"][1] / 3))
+    r = _report(root)
+    if miscount:
+        assert "G008" not in _g(r) and "G007" in _g(r)
+        (f,) = _findings(r, "G010")
+        assert f.severity == "error" and f.message.startswith("meta/stats.json: 'action' std[1] stored ")
+    else:
+        assert [f.subject for f in _findings(r, "G008")] == [{"feature": ["action"]}]
+        assert _findings(r, "G010") == []
 
 
 def test_g010_incomplete_data_skips_the_global_comparison(tmp_path):
