@@ -44,7 +44,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: check fire or a threshold bite
 CHECK_TESTS = ["tests/test_checks.py", "tests/test_validate_fixtures.py", "tests/test_bite_checks.py",
                "tests/test_boundaries.py"]
-STATS_TESTS = ["tests/test_stats.py", "tests/test_repair_stats.py"]
+STATS_TESTS = ["tests/test_stats.py", "tests/test_repair_stats.py", "tests/test_bite_stats_meta.py",
+               "tests/test_bite_stats_data.py"]
 
 #: name -> (module file, pytest arguments selecting the tests that exercise it)
 MODULES: dict[str, tuple[str, list[str]]] = {
