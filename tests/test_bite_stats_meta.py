@@ -638,8 +638,20 @@ def test_g004_per_episode_block_without_a_base_statistic(tmp_path):
                          f"entries are incomplete or have the wrong shape; e.g. {EPS_V3})")]
 
 
+@pytest.mark.parametrize("episodes", [(1,), (0, 1, 2)], ids=["one", "every"])
+def test_g004_v21_per_episode_entry_that_is_not_an_object(tmp_path, episodes):
+    # the entry of one episode (or of every episode, so the block has no statistics' names at all) is a number:
+    # G004 for each such episode, nothing derived from it (no G008 from an aggregate that misses them), no crash
+    root = _build(tmp_path)
+    _edit_v21(root, lambda e, s: s.__setitem__("action", 5) if e in episodes else None)
+    ctx = _run(root)
+    assert _found(ctx) == [_ep("G004", e, "the 'action' entry is not an object of statistics", path=EPS_STATS)
+                           for e in episodes]
+    assert {(e, "action") for e in episodes} <= ctx.stats_facts.untrusted
+
+
 @pytest.mark.parametrize("feature,entry,message", [
-    ("action", 5, "'action'.(not an object) is not a rectangular list of numbers (and 1 more)"),
+    ("action", 5, "the 'action' entry is not an object of statistics"),
     ("action", {"min": [0.0, 0.0, 0.0], "max": [1.0, 1.0, 1.0], "mean": [0.5, 0.5, 0.5], "std": [0.4, 0.4, 0.4]},
      "'action' lacks count"),
     (CAM, {"min": [0.1, 0.2, 0.3], "max": [[[1.0]]] * 3, "mean": [[[0.5]]] * 3, "std": [[[0.2]]] * 3, "count": [12]},

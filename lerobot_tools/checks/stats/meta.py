@@ -100,10 +100,13 @@ class _Checker:
         subj = {"feature": name, "episode": episode}
         scope = "per-episode statistics" if episode is not None else "statistics"
         stats, unreadable = st.parse_feature_stats(raw)
-        problems = [f"{_label(name, s)} is not a rectangular list of numbers" for s in unreadable]
-        missing = [s for s in st.BASE_STATS if s not in stats and s not in unreadable]
-        if missing:
-            problems.append(f"{name!r} lacks {', '.join(missing)}")
+        if not isinstance(raw, dict):
+            problems = [f"the {name!r} entry is not an object of statistics"]
+        else:
+            problems = [f"{_label(name, s)} is not a rectangular list of numbers" for s in unreadable]
+            missing = [s for s in st.BASE_STATS if s not in stats and s not in unreadable]
+            if missing:
+                problems.append(f"{name!r} lacks {', '.join(missing)}")
         shapes = st.accepted_shapes(feat)
         for s, v in stats.items():
             if s == "count":
@@ -382,8 +385,10 @@ def run(ctx: CheckContext) -> None:
                     chk._hazard(f"aggregate of {V2_EPISODES_STATS_PATH}", V2_EPISODES_STATS_PATH, name, res, "warning", None)
 
 
-def _row(cols: dict[str, st.StatColumn], i: int) -> dict:
+def _row(cols: dict[str, st.StatColumn], i: int) -> dict | None:
     """Row ``i`` of a block's feature as the stored entry it came from (for the one-by-one checks)."""
+    if any(c.shapes.get(i) == st.NOT_AN_OBJECT for c in cols.values()):
+        return None  # the stored entry was not an object: reported as such
     out: dict = {}
     for stat, c in cols.items():
         if c.ok[i]:

@@ -38,6 +38,8 @@ from lerobot_tools.errors import DatasetError, one_line
 QUANTILES: dict[str, float] = {"q01": 0.01, "q10": 0.10, "q50": 0.50, "q90": 0.90, "q99": 0.99}
 #: the statistics every lerobot version writes
 BASE_STATS = ("min", "max", "mean", "std", "count")
+#: :attr:`StatColumn.shapes` of every statistic of a row whose entry for the feature is not an object (e.g. ``5``)
+NOT_AN_OBJECT = "not an object"
 #: feature dtypes whose statistics are per-channel image statistics
 CAMERA_DTYPES = ("image", "video")
 #: feature dtypes without statistics
@@ -322,8 +324,9 @@ class StatColumn:
     Attributes:
         values: ``(k, *shape)`` float64 (``count``: int64); rows that are not ``ok`` hold NaN / 0.
         ok: ``(k,)`` bool: the row holds a readable value of ``shape``.
-        shapes: per row, the stored shape (None: absent; ``"unreadable"``: not a rectangular list of numbers),
-            only materialised for the rows that are not ``ok``.
+        shapes: per row, the stored shape (None: absent; ``"unreadable"``: not a rectangular list of numbers;
+            :data:`NOT_AN_OBJECT`: the feature's whole entry is not an object), only materialised for the rows that
+            are not ``ok``.
     """
 
     values: np.ndarray
@@ -584,12 +587,14 @@ class StatsBlocks:
         features: dict[str, dict[str, StatColumn]] = {}
         for f, stats_names in names.items():
             features[f] = {}
-            for s in sorted(stats_names):
+            # rows whose entry is there but not an object: every statistic of the row says so (G004, not absent)
+            odd = [i for i, (_, _, stats) in enumerate(items) if f in stats and not isinstance(stats[f], dict)]
+            for s in sorted(stats_names or BASE_STATS):
                 vals = [(stats.get(f) or {}).get(s) if isinstance(stats.get(f), dict) else None for _, _, stats in items]
-                features[f][s] = column_from_values(vals, s, self.feats.get(f))
-            if not stats_names:  # an entry that is not an object
-                features[f]["mean"] = StatColumn(np.full((len(items), 1), np.nan), np.zeros(len(items), bool),
-                                                 {i: "unreadable" for i in range(len(items))})
+                col = column_from_values(vals, s, self.feats.get(f))
+                for i in odd:
+                    col.shapes[i] = NOT_AN_OBJECT
+                features[f][s] = col
         return StatsBlock(V2_EPISODES_STATS_PATH, items[0][0] if items else 0,
                           np.asarray([e for _, e, _ in items], dtype=np.int64), features, where_kind="line")
 
