@@ -24,6 +24,7 @@ from lerobot_tools.validate import validate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "datasets"
 CAM = "observation.images.front"
+EFFORT = "observation.effort"
 LEFT_OUT = NotChecked("X (mixture compatibility)", "the dataset or its meta/info.json could not be read; it is left "
                       "out of the cross-dataset checks")
 TAIL_X001 = ("but this dataset maps none of them and has no feature of that name: collate raises KeyError on a batch "
@@ -180,7 +181,7 @@ def test_m004_both_lists_and_the_text_form(make, tmp_path):
     assert ms(r, "M004") == [_m004("episodes", "3, 4, 5", 3)]
 
 
-def test_m004_sparse_indices_are_looked_up_not_counted(bases, tmp_path):
+def test_m004_sparse_indices_are_looked_up_not_counted(tmp_path):
     """v2.1 with episodes 0, 1, 3 (episode 2 deleted): 3 exists though there are 3 episodes."""
     root = tmp_path / "sparse"
     build_dataset(root, SynthSpec(version="v2.1", video_keys=(), video_codec=None, state_dim=2, action_dim=2,
@@ -225,29 +226,21 @@ def test_x001_roles_missing_and_x002_names_dropped(make, tmp_path):
     ]
 
 
-@pytest.mark.parametrize("layout, holders", [
-    (["effort", "v30", "effort", "v30"], [0, 2]),  # half of the mixture: the holders are the minority
-    (["effort", "v30", "v30", "v30", "v30"], [0]),
-    (["v30", "effort", "effort", "effort", "effort"], [1, 2, 3, 4]),  # the majority holds it: the lacking one
-])
-def test_x002_on_the_minority_whichever_it_is(make, tmp_path, layout, holders):
-    d = [make(f"d{i}", base) for i, base in enumerate(layout)]
-    reports = run(mix_json(tmp_path, d))
-    n, others = len(d), [i for i in range(len(d)) if i not in holders]
-    if len(holders) <= n / 2:
-        shown = ", ".join(str(d[i]) for i in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        want = [(i, X("X002", "warning", warn_dropped("observation.effort", len(holders), n, shown),
-                      feature="observation.effort")) for i in holders]
-    else:
-        want = [(i, X("X002", "warning", warn_lacks("observation.effort", len(holders), n),
-                      feature="observation.effort")) for i in others]
-    assert xs(reports) == want
+def test_x002_exactly_half_holding_a_feature_is_the_minority(make, tmp_path):
+    d = [make(f"d{i}", base) for i, base in enumerate(["effort", "v30", "effort", "v30"])]
+    assert xs(run(mix_json(tmp_path, d))) == [
+        (i, X("X002", "warning", warn_dropped(EFFORT, 2, 4, f"{d[1]}, {d[3]}"), feature=EFFORT)) for i in (0, 2)]
 
 
-def test_x002_missing_from_lists_three_names_then_a_count(make, tmp_path):
+def test_x002_one_holder_of_five_names_three_then_a_count(make, tmp_path):
     d = [make(f"d{i}", "effort" if i == 0 else "v30") for i in range(5)]
-    (_, f), = xs(run(mix_json(tmp_path, d)))
-    assert f.message.endswith(f"(missing from {d[1]}, {d[2]}, {d[3]} and 1 more)")
+    assert xs(run(mix_json(tmp_path, d))) == [
+        (0, X("X002", "warning", warn_dropped(EFFORT, 1, 5, f"{d[1]}, {d[2]}, {d[3]} and 1 more"), feature=EFFORT))]
+
+
+def test_x002_on_the_one_dataset_lacking_what_the_others_hold(make, tmp_path):
+    d = [make(f"d{i}", "v30" if i == 1 else "effort") for i in range(5)]
+    assert xs(run(mix_json(tmp_path, d))) == [(1, X("X002", "warning", warn_lacks(EFFORT, 4, 5), feature=EFFORT))]
 
 
 # ============================================================================ X003-X004: kind, shape, dtype
