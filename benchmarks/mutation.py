@@ -78,7 +78,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                                                           "tests/test_bite_videos.py"]),
     "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS, "tests/test_bite_deep.py"]),
     # family X (a mixture's datasets against each other) and family M (what a mixture entry asks of its dataset)
-    "checks-mixture": ("lerobot_tools/checks/mixture.py", ["tests/test_mixture_checks.py", "tests/test_bite_mixture.py"]),
+    "checks-mixture": ("lerobot_tools/checks/mixture.py", ["tests/test_mixture_checks.py",
+                                                            "tests/test_bite_mixture.py"]),
     "checks-targets": ("lerobot_tools/checks/targets.py", [*CHECK_TESTS, "tests/test_mixture_checks.py",
                                                             "tests/test_bite_mixture.py"]),
     # the statistics family (G001..G010): stored stats read and checked on metadata alone, recomputed with --deep,
