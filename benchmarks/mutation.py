@@ -90,7 +90,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "stats-deep": ("lerobot_tools/checks/stats/deep.py", [*STATS_TESTS]),
 }
 
-#: tests left out everywhere: subprocesses killed or signalled at random moments (racy under load), real tmpfs mounts, several processes racing
+#: tests left out everywhere: subprocesses killed or signalled at random moments (racy under load), real tmpfs
+#: mounts, several processes racing
 #: (minutes each, and a planted bug there is caught by the faster tests or not at all).
 SLOW = ("not sigkill and not sigterm and not kill_ and not workers_stop and not tmpfs and not two_processes "
         "and not real_writer and not gpu")
