@@ -30,6 +30,7 @@ from lerobot_tools._io import MAX_JSON_BYTES, TMP_PREFIX
 from lerobot_tools.cli import cli
 from lerobot_tools.repair import backup
 from lerobot_tools.repair.backup import BackupError
+from tests.editing import tree
 
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO / "fixtures" / "datasets"
@@ -39,20 +40,6 @@ BIG = bytes(range(256)) * 10241  # 2.5 MiB: more than two blocks of the 1 MiB co
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def tree(root: Path) -> dict[str, str]:
-    """sha256 of every file, and every folder and symlink, below ``root`` (``.lrtool`` included)."""
-    out = {}
-    for p in sorted(Path(root).rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        if p.is_symlink():
-            out[rel] = "-> " + os.readlink(p)
-        elif p.is_file():
-            out[rel] = sha(p.read_bytes())
-        else:
-            out[rel] = "dir"
-    return out
 
 
 def dataset_tree_of(t: dict[str, str]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from lerobot_tools.dataset.model import Dataset
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
+from tests.editing import edit_json as _edit_json, edit_v21_stats as _edit_v21
 
 EPS_V3 = "meta/episodes/chunk-000/file-000.parquet"
 STATS_JSONL = "meta/episodes_stats.jsonl"
@@ -94,22 +95,6 @@ def _retype_v3(root: Path, column: str, values: list, typ: pa.DataType, rel: str
 
 def _stats_v3(root: Path, feature: str, stat: str) -> list:
     return pq.read_table(root / EPS_V3, columns=[f"stats/{feature}/{stat}"]).column(0).to_pylist()
-
-
-def _edit_v21(root: Path, fn) -> None:
-    path = root / STATS_JSONL
-    out = []
-    for line in path.read_text().splitlines():
-        obj = json.loads(line)
-        fn(obj["episode_index"], obj["stats"])
-        out.append(json.dumps(obj))
-    path.write_text("\n".join(out) + "\n")
-
-
-def _edit_json(path: Path, fn) -> None:
-    obj = json.loads(path.read_text())
-    fn(obj)
-    path.write_text(json.dumps(obj, indent=4))
 
 
 def _episode_data(root: Path, feature: str) -> dict[int, np.ndarray]:

@@ -20,23 +20,10 @@ import pytest
 from click.testing import CliRunner
 
 from lerobot_tools.cli import cli
+from tests.editing import tree
 
 REPO = Path(__file__).resolve().parent.parent
 DATASETS = REPO / "fixtures" / "datasets"
-
-
-def tree(root: Path) -> dict[str, str]:
-    """sha256 of every file, and every folder and symlink, below ``root`` (``.lrtool`` included)."""
-    out = {}
-    for p in sorted(Path(root).rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        if p.is_symlink():
-            out[rel] = "-> " + os.readlink(p)
-        elif p.is_file():
-            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-        else:
-            out[rel] = "dir"
-    return out
 
 
 def cli_run(*args):

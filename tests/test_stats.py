@@ -18,6 +18,7 @@ from lerobot_tools.checks.stats import compute
 from lerobot_tools.checks.stats.stored import QUANTILES
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
+from tests.editing import edit_json as _edit_json, edit_v21_stats as _edit_v21
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "datasets"
 SPEC_V3 = SynthSpec(episode_lengths=(20, 15, 25, 12), video_keys=(), video_codec=None)
@@ -59,22 +60,6 @@ def _set_v3(root: Path, episode: int | None, column: str, fn) -> None:
     with pq.ParquetWriter(path, schema) as w:
         for t in tables:
             w.write_table(t)
-
-
-def _edit_v21(root: Path, fn) -> None:
-    path = root / "meta/episodes_stats.jsonl"
-    out = []
-    for line in path.read_text().splitlines():
-        obj = json.loads(line)
-        fn(obj["episode_index"], obj["stats"])
-        out.append(json.dumps(obj))
-    path.write_text("\n".join(out) + "\n")
-
-
-def _edit_json(path: Path, fn) -> None:
-    obj = json.loads(path.read_text())
-    fn(obj)
-    path.write_text(json.dumps(obj, indent=4))
 
 
 @pytest.fixture
