@@ -586,6 +586,11 @@ def test_x010_two_datasets_spelling_one_task_two_ways(make, tmp_path):
     assert xs(run(mix_json(tmp_path, [d[1], d[0], d2]))) == [(1, _x010("pick up the cube", "Pick up  the cube", 2))]
 
 
+def test_x010_alone_still_finds_the_spellings(make, tmp_path):
+    d = [make("d0"), make("d1", "cased")]
+    assert xs(run(mix_json(tmp_path, d), select={"X010"})) == [(1, _x010("Pick up  the cube", "pick up the cube", 1))]
+
+
 def test_x010_passes_over_unreadable_tasks(make, tmp_path):
     d = [make("d0"), make("d1"), make("d2", "cased")]
     (d[1] / "meta/tasks.parquet").unlink()
