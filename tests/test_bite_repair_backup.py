@@ -277,6 +277,24 @@ def test_clean_partial_removes_partial_and_undone_backups_only(tmp_path):
     assert backup.clean_partial(root) == []
 
 
+def test_a_discard_cut_short_leaves_an_undone_backup_that_clean_partial_removes(tmp_path, monkeypatch):
+    # the manifest says "undone" before the folder goes: a deletion cut short leaves a backup that is never
+    # taken for the latest one to undo, and that the next run cleans up
+    root = make_root(tmp_path)
+    bdir = backup.create(root, ["meta/info.json"], [], {})
+
+    def cut_short(path, *a, **k):
+        raise OSError("interrupted")
+
+    monkeypatch.setattr(backup.shutil, "rmtree", cut_short)
+    with pytest.raises(OSError):
+        backup.discard(root, bdir)
+    monkeypatch.undo()
+    assert backup.read_manifest(bdir)["state"] == "undone"
+    assert backup.clean_partial(root) == [bdir]
+    assert not bdir.exists()
+
+
 def test_clean_partial_skips_files_and_symlinks_in_any_order(tmp_path):
     """Many entries that are skipped (files, symlinks, hidden folders), in whatever order the folder lists them:
     every partial folder is still removed, and the last removal prunes the empty ``.lrtool``."""
