@@ -76,16 +76,6 @@ def edit_manifest(bdir: Path, fn) -> None:
     (bdir / "manifest.json").write_text(json.dumps(doc), encoding="utf-8")
 
 
-def mark_applied(root: Path, bdir: Path) -> None:
-    """What a repair records once its writes are done: each file's SHA-256 after, state ``applied``."""
-    doc = backup.read_manifest(bdir)
-    for e in doc["files"]:
-        p = root / e["path"]
-        e["sha256_after"] = backup.sha256_file(p) if p.is_file() else None
-    doc["state"] = "applied"
-    backup.write_manifest(bdir, doc)
-
-
 FILES = ["meta/new.json", "data/same.bin", "meta/info.json", "deep/er/x.bin"]
 MOVES = [{"src": "videos/a.mp4", "dst": "videos/new/deep/a.mp4"}]
 
@@ -101,7 +91,7 @@ def repaired(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     shutil.rmtree(root / "deep")
     put(root / "videos/new/deep/a.mp4", b"")
     os.replace(root / "videos/a.mp4", root / "videos/new/deep/a.mp4")
-    mark_applied(root, bdir)
+    backup.mark_applied(root, bdir)
     return root, bdir, original
 
 
@@ -504,7 +494,7 @@ def test_modified_since_ignores_a_hash_on_a_created_entry(tmp_path):
     root = make_root(tmp_path)
     bdir = backup.create(root, ["meta/new.json"], [], {})
     put(root / "meta/new.json", b"{}\n")
-    mark_applied(root, bdir)
+    backup.mark_applied(root, bdir)
     (root / "meta/new.json").write_bytes(b"edited by hand")
     edit_manifest(bdir, lambda d: d["files"][0].update(sha256=sha(b"edited by hand")))
     assert backup.modified_since(root, backup.read_manifest(bdir)) == ["meta/new.json"]

@@ -242,12 +242,7 @@ def apply_plan(plan: RepairPlan, target: Target, options: RepairOptions | None =
     try:
         for change in ordered_changes(plan):
             write_change(root, change)
-        doc = backup.read_manifest(bdir)
-        for e in doc["files"]:
-            p = root / e["path"]
-            e["sha256_after"] = backup.sha256_file(p) if p.is_file() else None
-        doc["state"] = "applied"
-        backup.write_manifest(bdir, doc)
+        backup.mark_applied(root, bdir)
     except Exception as exc:
         result.failed = _restore_after_failure(root, bdir, f"{type(exc).__name__}: {exc}" if not isinstance(exc, LrtoolError) else str(exc))
         return result

@@ -319,6 +319,21 @@ def write_manifest(bdir: Path, doc: dict) -> None:
     atomic_write_text(Path(bdir) / MANIFEST, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
+def mark_applied(root: Path, bdir: Path) -> None:
+    """Record that a repair's writes are done: each backed-up file's SHA-256 after the repair (None when the repair
+    removed it) and state ``applied`` (what :func:`modified_since` and ``--undo`` compare against).
+
+    Raises:
+        BackupError: the manifest cannot be read, or a file cannot be hashed (see :func:`sha256_file`).
+    """
+    doc = read_manifest(bdir)
+    for e in doc["files"]:
+        p = root / e["path"]
+        e["sha256_after"] = sha256_file(p) if p.is_file() else None
+    doc["state"] = "applied"
+    write_manifest(bdir, doc)
+
+
 def list_backups(root: Path) -> list[Path]:
     """Backup folders of a dataset (every non-hidden entry of ``.lrtool/backup``), oldest first.
 
