@@ -108,15 +108,13 @@ def to_array(value: Any, stat: str) -> np.ndarray | None:
     if isinstance(value, (bool, str, bytes)) or value is None:
         return None
     try:
-        arr = np.asarray(value, dtype=np.float64)
-        raw = np.asarray(value)  # what the value holds: numpy parses the text "1.5" as a number
+        raw = np.asarray(value)  # what the value holds: a float64 conversion would parse the text "1.5" as a number
+        if raw.dtype.kind in ("U", "S"):
+            return None
+        if raw.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in raw.reshape(-1)):
+            return None  # text among None
+        arr = raw.astype(np.float64)
     except (TypeError, ValueError):
-        return None
-    if raw.dtype.kind in ("U", "S"):
-        return None
-    if raw.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in raw.reshape(-1)):
-        return None  # text among None
-    if arr.dtype == object:
         return None
     if stat == "count":
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
@@ -383,7 +381,7 @@ def column_from_values(values: list[Any], stat: str, feat: dict | None) -> StatC
         raw = None
     # numbers only (text, or None inside a row: row by row, see to_array)
     arr = raw.astype(np.float64, copy=False) if raw is not None and raw.dtype.kind in "biuf" else None
-    if arr is not None and arr.dtype != object and arr.ndim >= 2 and (
+    if arr is not None and arr.ndim >= 2 and (
             not accepted_shapes(feat or {}) or stat == "count" or arr.shape[1:] in accepted_shapes(feat or {})):
         ok = np.ones(k, dtype=bool)
         shapes: dict[int, Any] = {}
