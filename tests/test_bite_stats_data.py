@@ -529,21 +529,24 @@ def _split_episodes_v3(root: Path) -> pa.Table:
 def test_stats_blocks_parquet_stream_and_lookup_across_blocks_and_files(tmp_path, monkeypatch):
     root = _v3(tmp_path, lengths=(20, 15, 25, 12, 9))
     t = _split_episodes_v3(root)
-    monkeypatch.setattr(st.StatsBlocks, "BLOCK_ROWS", 2)  # file-000: row groups [0, 1] then [2]
+    # file-000: row groups [0, 1], then [2], one episode short of BLOCK_ROWS, read together with file-001's rows
+    # (same statistics columns); file-002 has no rows and file-003 no episode_index: no block
+    monkeypatch.setattr(st.StatsBlocks, "BLOCK_ROWS", 2)
     reader = st.StatsBlocks(Dataset(root))
     blocks = list(reader)
-    assert [(b.source, b.first_row, b.episodes.tolist(), b.where_kind) for b in blocks] == [
-        (EPS_V3, 0, [0, 1], "row"), (EPS_V3, 2, [2], "row"), (SECOND_EPS, 0, [3, 4, 0], "row")]
+    assert [(b.source, b.first_row, b.episodes.tolist(), b.where_kind, b.spans) for b in blocks] == [
+        (EPS_V3, 0, [0, 1], "row", ()), (EPS_V3, 2, [2, 3, 4, 0], "row", ((0, EPS_V3), (1, SECOND_EPS)))]
+    assert [blocks[1].source_at(i) for i in range(4)] == [EPS_V3, SECOND_EPS, SECOND_EPS, SECOND_EPS]
+    assert [blocks[0].source_at(i) for i in range(2)] == [EPS_V3, EPS_V3]
     assert reader.problems == []
-    assert blocks[0].episodes.dtype == np.int64 and blocks[2].where(1) == "episode 4"
+    assert blocks[0].episodes.dtype == np.int64 and blocks[1].where(2) == "episode 4"
     assert set(blocks[0].features) == {"action", "observation.state", "timestamp", "frame_index", "episode_index",
                                        "index", "task_index"}
     mean = t.column("stats/action/mean").to_pylist()
-    assert blocks[2].features["action"]["mean"].values.tolist() == [mean[3], mean[4], [0.0] * 6]
+    assert blocks[1].features["action"]["mean"].values.tolist() == [mean[2], mean[3], mean[4], [0.0] * 6]
+    col = blocks[0].features["action"]["mean"]
+    assert col.ok.all() and col.values.tolist() == [mean[e] for e in blocks[0].episodes.tolist()]
     for b in blocks:
-        if b is not blocks[2]:
-            col = b.features["action"]["mean"]
-            assert col.ok.all() and col.values.tolist() == [mean[e] for e in b.episodes.tolist()]
         lengths = [(20, 15, 25, 12, 9)[e] for e in b.episodes.tolist()]
         assert b.features["action"]["count"].values[:, 0].tolist() == lengths
         assert b.nbytes == b.episodes.nbytes + sum(c.values.nbytes + c.ok.nbytes for s in b.features.values()
@@ -554,11 +557,40 @@ def test_stats_blocks_parquet_stream_and_lookup_across_blocks_and_files(tmp_path
         assert int(block.episodes[i]) == e and block.features["action"]["mean"].values[i].tolist() == mean[e]
     assert found[0][0] is found[1][0] and found[0][0] is not found[2][0]
     reader.close()
-    assert reader.lookup([3])[3][0].features["observation.state"]["q50"].values[0].tolist() == \
-        t.column("stats/observation.state/q50")[3].as_py()  # read again after close()
+    block, i = reader.lookup([3])[3]  # read again after close()
+    assert (i, block.source_at(i)) == (1, SECOND_EPS)
+    assert block.features["observation.state"]["q50"].values[i].tolist() == t.column("stats/observation.state/q50")[3].as_py()
     reader.close()
-    (root / SECOND_EPS).unlink()  # gone since the stream: its episodes are not found, the others are
+    (root / SECOND_EPS).unlink()  # gone since the stream: the episodes of the block it is in are not found
     assert sorted(reader.lookup([3, 4, 1])) == [1]
+
+
+def test_stats_blocks_gather_small_files_with_the_same_columns_and_findings_name_each_file(tmp_path):
+    root = _v3(tmp_path)
+    t = pq.read_table(root / EPS_V3)
+    files = [f"meta/episodes/chunk-000/file-{i:03d}.parquet" for i in range(4)]
+    for i, rel in enumerate(files):  # one episode per file, as a resumed or aggregated recording writes them
+        pq.write_table(t.slice(i, 1), root / rel)
+    blocks = list(st.StatsBlocks(Dataset(root)))
+    assert [(b.source, b.episodes.tolist(), b.spans) for b in blocks] == [
+        (files[0], [0, 1, 2, 3], tuple((i, rel) for i, rel in enumerate(files)))]
+    mean = t.column("stats/action/mean").to_pylist()
+    assert blocks[0].features["action"]["mean"].values.tolist() == mean
+
+    # another statistic type in file-002 (float32 lists): it cannot share a block with its neighbours
+    col = "stats/action/mean"
+    _retype_v3(root, col, [mean[2]], pa.list_(pa.float32()), rel=files[2])
+    blocks = list(st.StatsBlocks(Dataset(root)))
+    assert [(b.source, b.first_row, b.episodes.tolist()) for b in blocks] == [
+        (files[0], 0, [0, 1]), (files[2], 0, [2]), (files[3], 0, [3])]
+    assert blocks[1].features["action"]["mean"].values[0].tolist() == \
+        np.asarray(mean[2], dtype=np.float32).astype(np.float64).tolist()
+
+    # a finding about a row read from the second file of a block names that file
+    for rel in files[:2]:
+        _set_v3(root, None, "stats/action/std", lambda v: [-1.0] * len(v), rel=rel)
+    (g005,) = _findings(_report(root, deep=False), "G005")
+    assert (g005.count, g005.path, g005.paths) == (2, files[0], files[:2])
 
 
 def test_stats_blocks_parquet_problems_and_row_groups_read_together(tmp_path, monkeypatch):

@@ -325,7 +325,7 @@ class StatsComparison:
             d = compare(entry, m, storage, quantile_ranks=ranks)
             if d:
                 bad.setdefault(e, {})[name] = d
-                sources[e] = block.source
+                sources[e] = block.source_at(r)
 
     def _stored_rows(self, name: str, eps: np.ndarray, found: dict, dims: int) -> tuple[np.ndarray, dict]:
         """The rows of ``eps`` to compare for feature ``name`` (stored statistics found, not skipped, not split) and

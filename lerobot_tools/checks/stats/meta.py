@@ -279,8 +279,8 @@ def run(ctx: CheckContext) -> None:
                 for i, e in enumerate(block.episodes.tolist()):
                     if any(c.ok[i] or c.shapes.get(i) is not None for c in cols.values()):
                         ctx.emit("G002", f"episode {e}: statistics for {name!r}, which is not a declared feature",
-                                 block.source, group="per-episode stats describe undeclared features", feature=name,
-                                 episode=e)
+                                 block.source_at(i), group="per-episode stats describe undeclared features",
+                                 feature=name, episode=e)
                 continue
             kind = st.feature_kind(feats[name])
             if kind is None:
@@ -293,7 +293,7 @@ def run(ctx: CheckContext) -> None:
                 e = int(block.episodes[i])
                 chk.last_inconsistent = None
                 emitted = len(ctx.findings)
-                parsed, ok = chk.entry(f"episode {e}", block.source, name, _row(cols, i), episode=e,
+                parsed, ok = chk.entry(f"episode {e}", block.source_at(i), name, _row(cols, i), episode=e,
                                        severity="warning", hazard_severity="info",
                                        count_expected=int(lens[i]) if lens[i] >= 0 else None)
                 if parsed is None:
@@ -465,7 +465,7 @@ def _hazards_block(chk: "_Checker", block: st.StatsBlock, name: str, cols: dict[
     flat = good & (n >= 2) & np.any(hi - lo <= 0, axis=1)
     for i in np.flatnonzero(flat).tolist():
         e = int(block.episodes[i])
-        chk._hazard(f"episode {e}", block.source, name, {"min": lo[i], "max": hi[i]}, "info", e)
+        chk._hazard(f"episode {e}", block.source_at(i), name, {"min": lo[i], "max": hi[i]}, "info", e)
 
 
 def stale_stats(g: st.FeatureStats, agg: st.FeatureStats) -> tuple[bool, dict[str, tuple[int, float, float]]]:

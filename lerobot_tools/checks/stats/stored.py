@@ -336,11 +336,17 @@ class StatColumn:
 class StatsBlock:
     """Stored per-episode statistics of k consecutive episodes, as arrays (one entry per feature and statistic).
 
+    A v3.0 block may gather the row groups of several consecutive files (lerobot writes a new episodes file per
+    recording session and per aggregated source, often of a few episodes each): ``spans`` says which rows came from
+    which file.
+
     Attributes:
-        source: the file (relative path).
-        first_row: row (v3.0) / line (v2.1, 1-based) of the first episode in the file.
+        source: the file (relative path) of the first row.
+        first_row: row (v3.0) / line (v2.1, 1-based) of the first episode in that file.
         episodes: ``(k,)`` episode indices.
         features: feature -> statistic -> :class:`StatColumn`.
+        spans: ``(first row in the block, file)`` of each file the rows come from, in row order; empty when every
+            row comes from ``source``.
     """
 
     source: str
@@ -348,9 +354,19 @@ class StatsBlock:
     episodes: np.ndarray
     features: dict[str, dict[str, StatColumn]]
     where_kind: str = "row"
+    spans: tuple[tuple[int, str], ...] = ()
 
     def where(self, i: int) -> str:
         return f"episode {int(self.episodes[i])}"
+
+    def source_at(self, i: int) -> str:
+        """The file (relative path) row ``i`` of the block was read from."""
+        src = self.source
+        for start, rel in self.spans:
+            if start > i:
+                break
+            src = rel
+        return src
 
     @property
     def nbytes(self) -> int:
@@ -462,7 +478,8 @@ class StatsBlocks:
     """Per-episode statistics as :class:`StatsBlock` arrays: streamed in file order (:meth:`__iter__`) and looked
     up again for a set of episodes (:meth:`lookup`, after one full iteration).
 
-    v3.0 reads :data:`BLOCK_ROWS` episodes' row groups at a time (files kept open). With ``keep=True`` the first
+    v3.0 reads :data:`BLOCK_ROWS` episodes' row groups at a time (files kept open), gathering the row groups of
+    consecutive small files with the same statistics columns into one block. With ``keep=True`` the first
     blocks read are kept while they total at most :data:`KEEP_BYTES`; otherwise (and beyond that) only the last
     two are: ``--deep`` looks the statistics up twice after the stream (quantile thresholds before a data file is
     scanned, the comparison after it), and reading a block of lerobot's small row groups again costs as much as the
@@ -486,9 +503,10 @@ class StatsBlocks:
             self.kind = "jsonl"
         self.problems: list[tuple[str, str]] = []
         self._files: dict[str, Any] = {}
-        self._where: dict[int, tuple[str, int, int]] = {}  # episode -> (file, row group, row in group) | jsonl offset
-        self._cache: dict[tuple[str, int], StatsBlock] = {}
-        self._kept: dict[tuple[str, int], StatsBlock] = {}
+        self._where: dict[int, tuple] = {}  # episode -> (block, row in block) | (file, jsonl offset, line)
+        self._plan: list[list[tuple[str, int]]] = []  # block -> its (file, chunk) pieces
+        self._cache: dict[int, StatsBlock] = {}
+        self._kept: dict[int, StatsBlock] = {}
         self._kept_bytes = 0
         self._ranges: dict[str, list[tuple[int, int]]] = {}
 
@@ -524,54 +542,112 @@ class StatsBlocks:
             self._ranges[rel] = ranges
         return ranges
 
-    def _rg_block(self, rel: str, chunk: int) -> StatsBlock:
-        key = (rel, chunk)
-        block = self._kept.get(key) or self._cache.get(key)
-        if block is not None:
-            return block
+    def _read_piece(self, rel: str, chunk: int) -> tuple[Any, int]:
+        """The ``episode_index`` and ``stats/...`` columns of one chunk of row groups (an Arrow table) and the
+        file row of its first episode."""
         pf = self._pf(rel)
         first, last = self._chunks(rel)[chunk]
         cols = [n for n in pf.schema_arrow.names if n.startswith("stats/")]
         table = pf.read_row_groups(list(range(first, last)), columns=["episode_index", *cols])
-        eps = table.column("episode_index").to_numpy(zero_copy_only=False)
+        return table, sum(pf.metadata.row_group(i).num_rows for i in range(first))
+
+    def _build(self, pieces: list[tuple[str, int]], tables: list[Any], rows0: list[int]) -> StatsBlock:
+        """One block from the tables of ``pieces`` ((file, chunk) pairs, all with the same columns and types)."""
+        import pyarrow as pa
+
+        eps = np.concatenate([t.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64)
+                              for t in tables]) if tables else np.zeros(0, dtype=np.int64)
         features: dict[str, dict[str, StatColumn]] = {}
-        for c in cols:
-            split = _split_stats_column(c)
+        for c in tables[0].column_names:
+            split = _split_stats_column(c) if c.startswith("stats/") else None
             if split is None:
                 continue
             feature, stat = split
-            features.setdefault(feature, {})[stat] = _arrow_column(table.column(c), stat, self.feats.get(feature))
-        row0 = sum(pf.metadata.row_group(i).num_rows for i in range(first))
-        block = StatsBlock(rel, row0, np.asarray(eps, dtype=np.int64), features)
+            col = pa.chunked_array([ch for t in tables for ch in t.column(c).chunks], type=tables[0].schema.field(c).type)
+            features.setdefault(feature, {})[stat] = _arrow_column(col, stat, self.feats.get(feature))
+        spans: list[tuple[int, str]] = []
+        start = 0
+        for (rel, _), t in zip(pieces, tables):
+            if not spans or spans[-1][1] != rel:
+                spans.append((start, rel))
+            start += t.num_rows
+        return StatsBlock(pieces[0][0], rows0[0], eps, features, spans=tuple(spans) if len(spans) > 1 else ())
+
+    def _block(self, bid: int) -> StatsBlock:
+        """Block ``bid`` of the stream, from memory or read again."""
+        block = self._kept.get(bid) or self._cache.get(bid)
+        if block is not None:
+            return block
+        pieces = self._plan[bid]
+        tables, rows0 = [], []
+        for rel, chunk in pieces:
+            table, row0 = self._read_piece(rel, chunk)
+            tables.append(table)
+            rows0.append(row0)
+        return self._hold(bid, self._build(pieces, tables, rows0))
+
+    def _hold(self, bid: int, block: StatsBlock) -> StatsBlock:
         size = block.nbytes
         if self._kept_bytes + size <= self.keep_bytes:
-            self._kept[key] = block
+            self._kept[bid] = block
             self._kept_bytes += size
             return block
         if len(self._cache) >= 2:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[key] = block
+        self._cache[bid] = block
         return block
 
     def _iter_parquet(self) -> Iterator[StatsBlock]:
+        # chunks of at least BLOCK_ROWS episodes; the chunks of small consecutive files with the same statistics
+        # columns are gathered into one block (converting a column costs the same for 3 rows as for 500)
+        pieces: list[tuple[str, int]] = []
+        tables: list[Any] = []
+        rows0: list[int] = []
+        key = None
+        rows = 0
+
+        def flush() -> Iterator[StatsBlock]:
+            nonlocal pieces, tables, rows0, rows
+            if not pieces:
+                return
+            bid = len(self._plan)
+            self._plan.append(pieces)
+            block = self._hold(bid, self._build(pieces, tables, rows0))
+            for i, e in enumerate(block.episodes.tolist()):
+                self._where.setdefault(e, (bid, i))
+            pieces, tables, rows0, rows = [], [], [], 0
+            yield block
+
         for rel in self.ds.episode_files:
             try:
                 pf = self._pf(rel)
-                if "episode_index" not in pf.schema_arrow.names:
+                schema = pf.schema_arrow
+                if "episode_index" not in schema.names:
                     continue  # C007 reports it
-                n_chunks = len(self._chunks(rel))
-                for chunk in range(n_chunks):
-                    block = self._rg_block(rel, chunk)
-                    for i, e in enumerate(block.episodes.tolist()):
-                        self._where.setdefault(e, (rel, chunk, i))
-                    if len(block.episodes):  # a file of 0 rows: nothing to check (C007 reports it)
-                        yield block
-                if all((rel, c) in self._kept for c in range(n_chunks)):
-                    # every block is in memory: the footer (over 100 MB parsed for 14,000 episodes in lerobot's
-                    # row groups of 10) is not needed again
-                    self._files.pop(rel, None)
+                this_key = tuple((n, str(schema.field(n).type)) for n in schema.names
+                                 if n == "episode_index" or n.startswith("stats/"))
+                for chunk in range(len(self._chunks(rel))):
+                    table, row0 = self._read_piece(rel, chunk)
+                    if table.num_rows == 0:  # a file of 0 rows: nothing to check (C007 reports it)
+                        continue
+                    if pieces and (this_key != key or rows >= self.BLOCK_ROWS):
+                        yield from flush()
+                    key = this_key
+                    pieces.append((rel, chunk))
+                    tables.append(table)
+                    rows0.append(row0)
+                    rows += table.num_rows
             except Exception as exc:  # pyarrow: a corrupt file; C007 reports unreadable metadata
                 self.problems.append((rel, f"stats columns cannot be read ({one_line(exc, 160)})"))
+        yield from flush()
+        kept_files = {rel for bid in self._kept for rel, _ in self._plan[bid]}
+        for bid, plan in enumerate(self._plan):
+            if bid not in self._kept:
+                kept_files.difference_update(rel for rel, _ in plan)
+        for rel in kept_files:
+            # every block is in memory: the footer (over 100 MB parsed for 14,000 episodes in lerobot's row groups
+            # of 10) is not needed again
+            self._files.pop(rel, None)
 
     def _lines_block(self, items: list[tuple[int, int, dict]]) -> StatsBlock:
         """``items``: (line number, episode, stats object) -> a block."""
@@ -618,14 +694,14 @@ class StatsBlocks:
         """episode -> (block, row in block) for the episodes that have stored statistics (after iterating)."""
         out: dict[int, tuple[StatsBlock, int]] = {}
         if self.kind == "parquet":
-            by_chunk: dict[tuple[str, int], list[tuple[int, int]]] = {}
+            by_block: dict[int, list[tuple[int, int]]] = {}
             for e in episodes:
                 loc = self._where.get(e)
                 if loc is not None:
-                    by_chunk.setdefault((loc[0], loc[1]), []).append((e, loc[2]))
-            for (rel, chunk), items in by_chunk.items():
+                    by_block.setdefault(loc[0], []).append((e, loc[1]))
+            for bid, items in by_block.items():
                 try:
-                    block = self._rg_block(rel, chunk)
+                    block = self._block(bid)
                 except Exception:
                     continue
                 for e, i in items:
