@@ -172,7 +172,7 @@ def test_startup_does_not_import_heavy_modules():
         "import sys\n"
         "from lerobot_tools.cli import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "bad = [m for m in ('torch', 'torchcodec', 'datasets') if m in sys.modules]\n"
+        "bad = [m for m in ('torch', 'torchcodec', 'datasets', 'pandas') if m in sys.modules]\n"
         "print('HEAVY', bad)\n"
     )
     for args in (["--help"], ["validate", str(DS / "clean_v30"), "--deep"]):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 
+from lerobot_tools._arrow_numpy import numpy_values
 from lerobot_tools._parallel import read_ahead, thread_map
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.stats import deep as stats_deep
@@ -131,7 +132,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
             n = batch.num_rows
             if n == 0:
                 continue
-            ep = batch.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            ep = numpy_values(batch.column("episode_index")).astype(np.int64, copy=False)
             change = np.flatnonzero(ep[1:] != ep[:-1]) + 1
             starts = np.concatenate(([0], change))
             lens = np.diff(np.concatenate((starts, [n])))
@@ -151,7 +152,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
             if builder is not None:
                 builder.add(batch, ep[starts], starts, lens)
             if "frame_index" in wanted:
-                fi = batch.column("frame_index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+                fi = numpy_values(batch.column("frame_index")).astype(np.int64, copy=False)
                 bad = np.flatnonzero(fi != pos)
                 if len(bad):
                     # per episode: how many rows are wrong, and the first of them (bad is in row order)
@@ -163,7 +164,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                             r = bad[i]
                             st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
                 if fps and "timestamp" in wanted:
-                    ts = batch.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
+                    ts = numpy_values(batch.column("timestamp")).astype(np.float64)
                     err = np.abs(ts - pos / fps)  # the k-th frame of an episode is at k / fps (D001 checks frame_index == k)
                     bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
                     if len(bad_ts):
@@ -173,7 +174,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                             st.bad_ts += len(sel)
                             st.max_ts_err = max(st.max_ts_err, float(err[sel].max()))
             if "index" in wanted and index_offset is not None:
-                idx = batch.column("index").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+                idx = numpy_values(batch.column("index")).astype(np.int64, copy=False)
                 expected = np.arange(scan.rows, scan.rows + n, dtype=np.int64) + index_offset
                 bad = np.flatnonzero(idx != expected)
                 if len(bad):
@@ -184,7 +185,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
             for name, length in list_columns.items():
                 if name not in names:
                     continue
-                lengths = pc.list_value_length(batch.column(name)).to_numpy(zero_copy_only=False)
+                lengths = numpy_values(pc.list_value_length(batch.column(name)))
                 nbad = int(np.count_nonzero(lengths != length))
                 if nbad:
                     scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad

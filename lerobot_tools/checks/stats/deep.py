@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lerobot_tools._arrow_numpy import numpy_values
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.stats import stored as st
 from lerobot_tools.checks.stats.compute import (
@@ -383,7 +384,7 @@ def _as_matrix(col, dims: int) -> np.ndarray | None:
         if col.null_count:
             return None
         if not pa.types.is_fixed_size_list(t):
-            lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+            lengths = numpy_values(pc.list_value_length(col))
             if len(lengths) and (lengths.min() != dims or lengths.max() != dims):
                 return None
         values = col.flatten()
@@ -391,11 +392,11 @@ def _as_matrix(col, dims: int) -> np.ndarray | None:
                                                                  pa.types.is_floating(values.type) or
                                                                  pa.types.is_boolean(values.type)):
             return None
-        arr = values.to_numpy(zero_copy_only=False)
+        arr = numpy_values(values)
     elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         if col.null_count or dims != 1:
             return None
-        arr = col.to_numpy(zero_copy_only=False)
+        arr = numpy_values(col)
     else:
         return None
     if arr.dtype == np.bool_:

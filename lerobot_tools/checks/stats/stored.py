@@ -31,6 +31,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from lerobot_tools._arrow_numpy import numpy_values
 from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH, Dataset
 from lerobot_tools.errors import DatasetError, one_line
 
@@ -443,7 +444,7 @@ def _arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
         if pa.types.is_fixed_size_list(cur.type):
             n = cur.type.list_size
         else:
-            lengths = np.diff(np.asarray(cur.offsets))
+            lengths = np.diff(numpy_values(cur.offsets))
             if len(lengths) == 0 or lengths.min() != lengths.max():
                 fast = False
                 break
@@ -455,7 +456,7 @@ def _arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
         shape = tuple(dims)
         accepted = accepted_shapes(feat or {})
         if stat == "count" or not accepted or shape in accepted:
-            flat = cur.to_numpy(zero_copy_only=False)
+            flat = numpy_values(cur)
             if len(flat) == k * int(np.prod(shape)):
                 vals = flat.reshape((k, *shape))
                 if stat == "count":
@@ -555,7 +556,7 @@ class StatsBlocks:
         """One block from the tables of ``pieces`` ((file, chunk) pairs, all with the same columns and types)."""
         import pyarrow as pa
 
-        eps = np.concatenate([t.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64)
+        eps = np.concatenate([numpy_values(t.column("episode_index")).astype(np.int64)
                               for t in tables]) if tables else np.zeros(0, dtype=np.int64)
         features: dict[str, dict[str, StatColumn]] = {}
         for c in tables[0].column_names:

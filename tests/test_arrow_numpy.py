@@ -1,0 +1,66 @@
+"""``numpy_values``: Arrow arrays to numpy without pyarrow's pandas-backed conversion, same values as ``to_numpy``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lerobot_tools._arrow_numpy import numpy_values
+
+NUMERIC = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(),
+           pa.float16(), pa.float32(), pa.float64()]
+
+
+@pytest.mark.parametrize("typ", NUMERIC, ids=str)
+def test_numeric_arrays_are_read_from_the_buffer_with_the_numpy_dtype(typ):
+    values = np.array([0, 1, 2, 3, 100, 7, 5], dtype=typ.to_pandas_dtype())
+    arr = pa.array(values, type=typ)
+    got = numpy_values(arr)
+    assert got.dtype == values.dtype and got.tolist() == values.tolist()
+    assert not got.flags.writeable  # a view of Arrow's buffer, as to_numpy gives
+    # a slice starts at the array's offset in the buffer
+    part = numpy_values(arr.slice(2, 3))
+    assert part.dtype == values.dtype and part.tolist() == values[2:5].tolist()
+    assert numpy_values(arr.slice(7, 0)).tolist() == [] and numpy_values(arr.slice(7, 0)).dtype == values.dtype
+
+
+def test_chunked_arrays_and_parquet_columns():
+    chunked = pa.chunked_array([pa.array([1, 2], pa.int64()), pa.array([3], pa.int64()), pa.array([], pa.int64())])
+    assert numpy_values(chunked).tolist() == [1, 2, 3] and numpy_values(chunked).dtype == np.int64
+    one = pa.chunked_array([pa.array([1.5, 2.5], pa.float32()).slice(1)])
+    assert numpy_values(one).tolist() == [2.5] and numpy_values(one).dtype == np.float32
+    assert numpy_values(pa.chunked_array([], pa.float64())).tolist() == []
+    flat = pa.array([[1.0, 2.0], [3.0, 4.0]], pa.list_(pa.float32())).slice(1).flatten()
+    assert numpy_values(flat).tolist() == [3.0, 4.0]
+    offsets = pa.array([[1], [2, 3], []], pa.list_(pa.int64())).slice(1).offsets
+    assert numpy_values(offsets).tolist() == [1, 3, 3]
+
+
+def test_what_has_no_plain_buffer_goes_through_to_numpy():
+    with_nulls = pa.array([1, None, 3], pa.int64())
+    got = numpy_values(with_nulls)
+    assert got[0] == 1 and np.isnan(got[1]) and got[2] == 3
+    assert numpy_values(pa.array([True, False, True])).tolist() == [True, False, True]  # bit-packed
+    assert numpy_values(pa.array(["a", "b"])).tolist() == ["a", "b"]
+
+
+def test_reading_parquet_columns_does_not_import_pandas(tmp_path):
+    path = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"i": pa.array(range(5), pa.int64()), "f": pa.array([0.5] * 5, pa.float32())}), path)
+    code = (
+        "import sys, pyarrow.parquet as pq\n"
+        "from lerobot_tools._arrow_numpy import numpy_values\n"
+        f"t = pq.ParquetFile({str(path)!r}).read()\n"
+        "print(numpy_values(t.column('i')).sum(), numpy_values(t.column('f')).sum(), 'pandas' in sys.modules)\n"
+        "t.column('i').to_numpy()\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    # pyarrow's own to_numpy imports pandas where it is installed (the reason for numpy_values)
+    pandas_installed = subprocess.run([sys.executable, "-c", "import pandas"], capture_output=True).returncode == 0
+    assert out[0] == "10 2.5 False" and out[1] == str(pandas_installed)
