@@ -35,6 +35,8 @@ def values_equal(a: Any, b: Any) -> bool:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from lerobot_tools._arrow_numpy import numpy_values
+
     if hasattr(a, "combine_chunks"):
         a = a.combine_chunks()
     if hasattr(b, "combine_chunks"):
@@ -56,6 +58,6 @@ def values_equal(a: Any, b: Any) -> bool:
     if not pa.types.is_floating(a.type):
         return a.equals(b)
     valid = pc.is_valid(a)
-    x = a.filter(valid).to_numpy(zero_copy_only=False)
-    y = b.filter(valid).to_numpy(zero_copy_only=False)
+    x = numpy_values(a.filter(valid))
+    y = numpy_values(b.filter(valid))
     return bool(np.array_equal(x, y, equal_nan=True))

@@ -6,17 +6,15 @@ layer: the C++ ``PandasWriter`` calls ``InitPandasStaticData``, which imports pa
 pyarrow is slow"). lerobot's environment always has pandas, and that first import costs 0.2-0.3 s, more than
 validating a small dataset. :func:`numpy_values` reads integer and floating point arrays without nulls straight
 from their data buffer (zero-copy, read-only), which is all the checks need; every other array still goes through
-``to_numpy(zero_copy_only=False)``.
+``to_numpy(zero_copy_only=False)``. numpy and pyarrow are imported when it is called (``lrtool --help`` stays light).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
-
-def numpy_values(arr: Any) -> np.ndarray:
+def numpy_values(arr: Any) -> Any:
     """The values of an Arrow array or chunked array as a 1-D numpy array.
 
     Args:
@@ -29,6 +27,7 @@ def numpy_values(arr: Any) -> np.ndarray:
         what ``arr.to_numpy(zero_copy_only=False)`` returns (nulls become NaN or None; this path may import
         pandas, see the module docstring).
     """
+    import numpy as np
     import pyarrow as pa
 
     if isinstance(arr, pa.ChunkedArray):

@@ -64,3 +64,20 @@ def test_reading_parquet_columns_does_not_import_pandas(tmp_path):
     # pyarrow's own to_numpy imports pandas where it is installed (the reason for numpy_values)
     pandas_installed = subprocess.run([sys.executable, "-c", "import pandas"], capture_output=True).returncode == 0
     assert out[0] == "10 2.5 False" and out[1] == str(pandas_installed)
+
+
+def test_reshard_does_not_import_pandas(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "fixtures/datasets/broken_collapsed_row_group"
+    shutil.copytree(src, tmp_path / "ds")
+    probe = (
+        "import sys\n"
+        "from lerobot_tools.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    print('EXIT', exc.code)\n"
+        "print('PANDAS', 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, "reshard", str(tmp_path / "ds"), "--no-progress"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "2 resharded" in out and out.strip().endswith("EXIT 0\nPANDAS False"), out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from lerobot_tools._arrow_numpy import numpy_values
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.reshard.model import MAX_ROWS_PER_GROUP, PLAN_MARGIN, PlannedGroup
 from lerobot_tools.reshard.read import _guarded
@@ -40,7 +41,7 @@ def episode_runs(pf) -> list[tuple[int, int, int]]:
             raise DatasetError(f"episode_index has type {col.type}, not an integer")
         if col.null_count:
             raise DatasetError(f"episode_index has {col.null_count} null value(s) near row {pos}")
-        a = col.to_numpy(zero_copy_only=False)
+        a = numpy_values(col)
         if len(a) == 0:
             continue
         cuts = np.flatnonzero(a[1:] != a[:-1]) + 1
