@@ -639,6 +639,31 @@ def test_stats_blocks_open_each_file_once(tmp_path, monkeypatch):
     assert opened == ["file-000.parquet"]
 
 
+def test_stats_blocks_let_go_of_files_read_in_one_piece(tmp_path, monkeypatch):
+    root = _v3(tmp_path)
+    t = pq.read_table(root / EPS_V3)
+    files = [f"meta/episodes/chunk-000/file-{i:03d}.parquet" for i in range(4)]
+    for i, rel in enumerate(files):
+        pq.write_table(t.slice(i, 1), root / rel)
+    monkeypatch.setattr(st.StatsBlocks, "BLOCK_ROWS", 1)
+    opened: list[str] = []
+    real = pq.ParquetFile
+
+    class Counting(real):
+        def __init__(self, source, *a, **kw):
+            opened.append(Path(source).name)
+            super().__init__(source, *a, **kw)
+
+    monkeypatch.setattr(pq, "ParquetFile", Counting)
+    reader = st.StatsBlocks(Dataset(root))
+    assert [b.episodes.tolist() for b in reader] == [[0], [1], [2], [3]]
+    # hundreds of small files would otherwise each hold a parsed footer until the end
+    assert opened == [Path(rel).name for rel in files] and reader._files == {}
+    found = reader.lookup([0, 3])  # block 3 is still held; block 0 is read again, its file opened again
+    assert {e: int(b.episodes[i]) for e, (b, i) in found.items()} == {0: 0, 3: 3}
+    assert opened[4:] == ["file-000.parquet"]
+
+
 @pytest.mark.parametrize("spare", [0, -1])
 def test_stats_blocks_keep_exactly_the_byte_budget(tmp_path, monkeypatch, spare):
     """``keep=True`` keeps blocks while their bytes total at most KEEP_BYTES: a budget of exactly every block's

@@ -543,12 +543,13 @@ class StatsBlocks:
             self._ranges[rel] = ranges
         return ranges
 
-    def _read_piece(self, rel: str, chunk: int) -> tuple[Any, int]:
-        """The ``episode_index`` and ``stats/...`` columns of one chunk of row groups (an Arrow table) and the
-        file row of its first episode."""
+    def _read_piece(self, rel: str, chunk: int, cols: list[str] | None = None) -> tuple[Any, int]:
+        """The ``episode_index`` and ``stats/...`` columns (``cols``, else all of the file's) of one chunk of row
+        groups (an Arrow table) and the file row of its first episode."""
         pf = self._pf(rel)
         first, last = self._chunks(rel)[chunk]
-        cols = [n for n in pf.schema_arrow.names if n.startswith("stats/")]
+        if cols is None:
+            cols = [n for n in pf.schema_arrow.names if n.startswith("stats/")]
         table = pf.read_row_groups(list(range(first, last)), columns=["episode_index", *cols])
         return table, sum(pf.metadata.row_group(i).num_rows for i in range(first))
 
@@ -625,10 +626,12 @@ class StatsBlocks:
                 schema = pf.schema_arrow
                 if "episode_index" not in schema.names:
                     continue  # C007 reports it
-                this_key = tuple((n, str(schema.field(n).type)) for n in schema.names
+                this_key = tuple((n, str(t)) for n, t in zip(schema.names, schema.types)
                                  if n == "episode_index" or n.startswith("stats/"))
-                for chunk in range(len(self._chunks(rel))):
-                    table, row0 = self._read_piece(rel, chunk)
+                cols = [n for n, _ in this_key if n != "episode_index"]
+                n_chunks = len(self._chunks(rel))
+                for chunk in range(n_chunks):
+                    table, row0 = self._read_piece(rel, chunk, cols)
                     if table.num_rows == 0:  # a file of 0 rows: nothing to check (C007 reports it)
                         continue
                     if pieces and (this_key != key or rows >= self.BLOCK_ROWS):
@@ -638,6 +641,10 @@ class StatsBlocks:
                     tables.append(table)
                     rows0.append(row0)
                     rows += table.num_rows
+                if n_chunks == 1:
+                    # a file read in one piece is opened again by a lookup (cheaper than holding hundreds of
+                    # parsed footers); a larger one stays open until its blocks are all kept
+                    self._files.pop(rel, None)
             except Exception as exc:  # pyarrow: a corrupt file; C007 reports unreadable metadata
                 self.problems.append((rel, f"stats columns cannot be read ({one_line(exc, 160)})"))
         yield from flush()
