@@ -196,7 +196,7 @@ def _hazard(episode: int | None, dims: str, value: str, *, feature: str = "actio
                 {"feature": feature, "episode": episode})
     lead = f"{prefix}: " if prefix else ""
     return ("G009", severity, path, f"{lead}{feature!r} dimension(s) [{dims}] are constant over the whole dataset "
-            f"(value {value}): {HAZARD}", f"{feature!r} has constant dimensions ", {"feature": feature})
+            f"(value {value}): {HAZARD}", f"{feature!r} has constant dimensions", {"feature": feature})
 
 
 # ----------------------------------------------------------------------------------------------------- entries

@@ -213,7 +213,7 @@ class _Checker:
         self.ctx.emit("G009", f"{where + ': ' if where else ''}{name!r} dimension(s) [{dims}] are constant {what} "
                       f"(value {lo[flat[0]]:.6g}): MEAN_STD divides by std + 1e-8 and MIN_MAX by 1e-8, so any "
                       f"other value is scaled by ~1e8", path, severity=severity,
-                      group=f"{name!r} has constant dimensions " + ("in some episodes" if episode is not None else ""),
+                      group=f"{name!r} has constant dimensions" + (" in some episodes" if episode is not None else ""),
                       feature=name, episode=episode)
 
 
