@@ -52,7 +52,8 @@ NO_PYAV = "F008 (decoder header), F009"
 EVERY = "F009 (codec/pix_fmt of every file)"
 NO_FPS = "F010"
 MISSING = "F010 (missing videos)"
-VIDEO_NOTES = (NO_VIDEOS, FROM_LAYOUT, NO_PYAV, EVERY, NO_FPS, MISSING)
+UNKNOWN_LENGTH = "F010 (videos of unknown length)"
+VIDEO_NOTES = (NO_VIDEOS, FROM_LAYOUT, NO_PYAV, EVERY, NO_FPS, MISSING, UNKNOWN_LENGTH)
 FIRST_ONLY = "decoder headers read for the first file of each video key only; use --deep or --all-videos to read all"
 
 VIDEO = {"file_kind": "video"}
@@ -665,10 +666,15 @@ def test_a_file_shorter_than_its_segments_by_duration(v3, fragmented, tmp_path):
         ("F010", "error", F0, f"episode 0 ({FRONT}): its last frame query (from_timestamp + 15/8 = 1.8750 s) is past "
                               f"the last frame of the video (0.7500 s) (2 occurrences: {SEG_GROUP}; e.g. {F0})", 2,
          SEG_GROUP, {"video_key": FRONT})]
-    # not the first file of its camera: no header, no duration, the segment is not checked
+    assert UNKNOWN_LENGTH not in _notes(r)
+    # not the first file of its camera: no header, no duration, the segment is not checked, and the report says so
     root = _copy(v3, tmp_path, "second")
     shutil.copy(fragmented, root / F1)
-    assert _seg(_run(root)[0]) == []
+    r, _ = _run(root)
+    assert _seg(r) == []
+    assert _notes(r)[UNKNOWN_LENGTH] == (
+        f"1 video file(s), e.g. {F1}: neither a frame count nor a duration in the MP4 header (a fragmented MP4 "
+        "indexes its frames in its fragments); --all-videos takes the duration from each file's decoder header")
     assert _seg(_run(root, all_videos=True)[0]) == [
         _f010(2, "its last frame query (from_timestamp + 7/8 = 0.8750 s) is past the last frame of the video "
                  "(0.7500 s)", F1)]

@@ -182,10 +182,12 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
     frame = 1.0 / fps
     tol = ctx.options.tolerance_s
     by_ep = {e.episode_index: e for e in ds.episodes}
-    for rel, (vf, p, _) in probes.items():
+    unknown: list[tuple[str, bool]] = []  # files with neither a frame count nor a duration: (path, header read)
+    for rel, (vf, p, with_header) in probes.items():
         dur = p.duration_s
         n = p.frame_count
         if dur is None and n is None:
+            unknown.append((rel, with_header))
             continue
         key = vf.video_key
         if ds.layout == "v2":
@@ -245,4 +247,10 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
             prev_b = b
     if missing:
         ctx.skip("F010 (missing videos)", f"{len(missing)} video file(s) missing, their segments not checked")
+    if unknown:
+        why = ("neither a frame count nor a duration in the MP4 header (a fragmented MP4 indexes its frames in its "
+               "fragments)")
+        if not all(with_header for _, with_header in unknown):
+            why += "; --all-videos takes the duration from each file's decoder header"
+        ctx.skip("F010 (videos of unknown length)", f"{len(unknown)} video file(s), e.g. {unknown[0][0]}: {why}")
 
