@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lerobot_tools._arrow_equal import values_equal
 from lerobot_tools.reshard.model import _CODEC_NAMES, PlannedGroup, ReshardOptions, VerifyError, _Oversize
-from lerobot_tools.reshard.read import _guarded, _open, _prefetched
+from lerobot_tools.reshard.read import _guarded, _open, _prefetched, decode_threads
 
 
 def _compare_content(original: Path, new: Path, batch_rows: int) -> int:
@@ -18,9 +18,9 @@ def _compare_content(original: Path, new: Path, batch_rows: int) -> int:
         VerifyError: a value, a column or the row count differs.
     """
     with _open(original) as pa_orig, _open(new) as pa_new, \
-            contextlib.closing(_prefetched(_guarded(pa_orig.iter_batches(batch_size=batch_rows, use_threads=True),
+            contextlib.closing(_prefetched(_guarded(pa_orig.iter_batches(batch_size=batch_rows, use_threads=decode_threads()),
                                          "the data pages"))) as it_a, \
-            contextlib.closing(_prefetched(_guarded(pa_new.iter_batches(batch_size=batch_rows, use_threads=True),
+            contextlib.closing(_prefetched(_guarded(pa_new.iter_batches(batch_size=batch_rows, use_threads=decode_threads()),
                                          "the new file back (verification failed)"))) as it_b:
         names = pa_orig.schema_arrow.names
         a = b = None
