@@ -257,6 +257,19 @@ def test_with_a_usable_fps_there_is_no_d003_note(tmp_path):
     assert not [n for n in _deep_notes(_report(root)) if n[0] == "D003"]
 
 
+def test_d003_without_a_frame_index_column(tmp_path):
+    """The time of an episode's k-th row is k / fps whatever frame_index holds, so a data file without that column
+    (a schema finding of its own) still has its timestamps checked."""
+    root = _build(tmp_path)
+    t = pq.read_table(root / D0)
+    t = t.drop_columns(["frame_index"])
+    i = t.schema.get_field_index("timestamp")
+    ts = t.column("timestamp").to_pylist()
+    ts[22] += 0.25
+    _write(root / D0, t.set_column(i, "timestamp", pa.array(ts, type=t.schema.field(i).type)))
+    assert _deep(_report(root)) == [_d003(D0, 1, 1, 15, "2.50e-01")]
+
+
 def test_d003_counts_per_episode_and_keeps_the_largest_error(tmp_path):
     root = _build(tmp_path)
     # episode 1 (rows 20-34, k = row - 20): k=2 off by 0.25 s, k=14 off by 0.125 s; episode 0 untouched

@@ -163,16 +163,16 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                         if st.first_bad_frame is None:
                             r = bad[i]
                             st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
-                if fps and "timestamp" in wanted:
-                    ts = numpy_values(batch.column("timestamp")).astype(np.float64)
-                    err = np.abs(ts - pos / fps)  # the k-th frame of an episode is at k / fps (D001 checks frame_index == k)
-                    bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
-                    if len(bad_ts):
-                        for e in np.unique(ep[bad_ts]):
-                            sel = bad_ts[ep[bad_ts] == e]
-                            st = scan.episodes[int(e)]
-                            st.bad_ts += len(sel)
-                            st.max_ts_err = max(st.max_ts_err, float(err[sel].max()))
+            if fps and "timestamp" in wanted:
+                ts = numpy_values(batch.column("timestamp")).astype(np.float64)
+                err = np.abs(ts - pos / fps)  # the k-th frame of an episode is at k / fps (D001 checks frame_index == k)
+                bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
+                if len(bad_ts):
+                    for e in np.unique(ep[bad_ts]):
+                        sel = bad_ts[ep[bad_ts] == e]
+                        st = scan.episodes[int(e)]
+                        st.bad_ts += len(sel)
+                        st.max_ts_err = max(st.max_ts_err, float(err[sel].max()))
             if "index" in wanted and index_offset is not None:
                 idx = numpy_values(batch.column("index")).astype(np.int64, copy=False)
                 expected = np.arange(scan.rows, scan.rows + n, dtype=np.int64) + index_offset
