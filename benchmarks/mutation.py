@@ -86,6 +86,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # and recomputed by `lrtool repair`
     "stats-meta": ("lerobot_tools/checks/stats/meta.py", [*STATS_TESTS]),
     "stats-stored": ("lerobot_tools/checks/stats/stored.py", [*STATS_TESTS]),
+    "stats-blocks": ("lerobot_tools/checks/stats/blocks.py", [*STATS_TESTS]),
     "stats-compute": ("lerobot_tools/checks/stats/compute.py", [*STATS_TESTS]),
     "stats-deep": ("lerobot_tools/checks/stats/deep.py", [*STATS_TESTS]),
 }

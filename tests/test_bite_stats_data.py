@@ -24,6 +24,7 @@ import pytest
 from lerobot_tools.checks.engine import ValidateOptions
 from lerobot_tools.checks.stats import compute
 from lerobot_tools.checks.stats import deep as sd
+from lerobot_tools.checks.stats import blocks as sb
 from lerobot_tools.checks.stats import stored as st
 from lerobot_tools.dataset.model import Dataset
 from lerobot_tools.errors import DatasetError
@@ -236,19 +237,19 @@ def test_read_global_reads_up_to_the_size_cap(tmp_path, monkeypatch):
 def test_readers_pick_the_layouts_per_episode_statistics(tmp_path):
     v3, v21 = _v3(tmp_path), _v21(tmp_path)
     assert st.EpisodeStatsReader(Dataset(v3)).kind == "parquet"
-    assert st.StatsBlocks(Dataset(v3)).kind == "parquet"
+    assert sb.StatsBlocks(Dataset(v3)).kind == "parquet"
     assert st.EpisodeStatsReader(Dataset(v21)).kind == "jsonl"
-    assert st.StatsBlocks(Dataset(v21)).kind == "jsonl"
+    assert sb.StatsBlocks(Dataset(v21)).kind == "jsonl"
     (v21 / STATS_JSONL).unlink()
     (v21 / STATS_JSONL).mkdir()  # not a file: no per-episode statistics
     assert st.EpisodeStatsReader(Dataset(v21)).kind is None
-    assert st.StatsBlocks(Dataset(v21)).kind is None
-    assert list(st.EpisodeStatsReader(Dataset(v21))) == [] and list(st.StatsBlocks(Dataset(v21))) == []
-    assert st.StatsBlocks(Dataset(v21)).lookup([0, 1]) == {}
+    assert sb.StatsBlocks(Dataset(v21)).kind is None
+    assert list(st.EpisodeStatsReader(Dataset(v21))) == [] and list(sb.StatsBlocks(Dataset(v21))) == []
+    assert sb.StatsBlocks(Dataset(v21)).lookup([0, 1]) == {}
     (v3 / EPS_V3).unlink()
-    assert st.EpisodeStatsReader(Dataset(v3)).kind is None and st.StatsBlocks(Dataset(v3)).kind is None
+    assert st.EpisodeStatsReader(Dataset(v3)).kind is None and sb.StatsBlocks(Dataset(v3)).kind is None
     _edit_json(v3 / "meta/info.json", lambda i: i.update(codebase_version="v9.0"))
-    assert st.StatsBlocks(Dataset(v3)).kind is None
+    assert sb.StatsBlocks(Dataset(v3)).kind is None
 
 
 def _with_mean(line: bytes, mean: list) -> bytes:
@@ -391,7 +392,7 @@ def test_numbers_written_as_text_and_fractional_counts_are_g004_in_every_layout(
          f"entries are incomplete or have the wrong shape; e.g. {EPS_V3})", EPS_V3, "warning"),
         ("'action'.mean is not a rectangular list of numbers", "meta/stats.json", "error")]
     g004 = []
-    st_rows = st.StatsBlocks(Dataset(v3))
+    st_rows = sb.StatsBlocks(Dataset(v3))
     for block in st_rows:
         for name in ("action", "observation.state"):
             for stat, c in block.features[name].items():
@@ -407,55 +408,55 @@ def test_numbers_written_as_text_and_fractional_counts_are_g004_in_every_layout(
 
 
 # ======================================================================================== stored.py: columns
-def _col(c: st.StatColumn) -> tuple[list, list, dict]:
+def _col(c: sb.StatColumn) -> tuple[list, list, dict]:
     return c.values.tolist(), c.ok.tolist(), c.shapes
 
 
 def test_column_from_values_rectangular_rows():
-    c = st.column_from_values([[1, 2.5], [3, 4]], "mean", {"dtype": "float32", "shape": [2]})
+    c = sb.column_from_values([[1, 2.5], [3, 4]], "mean", {"dtype": "float32", "shape": [2]})
     assert c.values.dtype == np.float64 and _col(c) == ([[1.0, 2.5], [3.0, 4.0]], [True, True], {})
-    cam = st.column_from_values([[[[0.1]], [[0.2]], [[0.3]]]] * 2, "std", CAM_FEAT)
+    cam = sb.column_from_values([[[[0.1]], [[0.2]], [[0.3]]]] * 2, "std", CAM_FEAT)
     assert cam.values.shape == (2, 3, 1, 1) and cam.ok.tolist() == [True, True] and cam.shapes == {}
-    c = st.column_from_values([[20], [15]], "count", STATE_FEAT)
+    c = sb.column_from_values([[20], [15]], "count", STATE_FEAT)
     assert c.values.dtype == np.int64 and _col(c) == ([[20], [15]], [True, True], {})
     # counts that are not whole numbers: 0 and not ok, "unreadable"
-    c = st.column_from_values([[20], [15.5], [math.nan], [12.0]], "count", STATE_FEAT)
+    c = sb.column_from_values([[20], [15.5], [math.nan], [12.0]], "count", STATE_FEAT)
     assert c.values.dtype == np.int64
     assert _col(c) == ([[20], [0], [0], [12]], [True, False, False, True], {1: "unreadable", 2: "unreadable"})
     # counts of the wrong shape in every row
-    c = st.column_from_values([[20, 20], [15, 15]], "count", STATE_FEAT)
+    c = sb.column_from_values([[20, 20], [15, 15]], "count", STATE_FEAT)
     assert c.values.dtype == np.int64 and _col(c) == ([[0], [0]], [False, False], {0: (2,), 1: (2,)})
     # no declared shape: any rectangular shape is taken as it is
-    c = st.column_from_values([[1, 2, 3]], "max", None)
+    c = sb.column_from_values([[1, 2, 3]], "max", None)
     assert _col(c) == ([[1.0, 2.0, 3.0]], [True], {})
 
 
 def test_column_from_values_row_by_row():
     feat = {"dtype": "float32", "shape": [2]}
-    c = st.column_from_values([[1, 2], None, [1, 2, 3], "x", [[1, 2]], [5, 6]], "mean", feat)
+    c = sb.column_from_values([[1, 2], None, [1, 2, 3], "x", [[1, 2]], [5, 6]], "mean", feat)
     assert c.values.dtype == np.float64 and c.values.shape == (6, 2)
     assert c.ok.tolist() == [True, False, False, False, False, True]
     assert c.shapes == {1: None, 2: (3,), 3: "unreadable", 4: (1, 2)}
     assert c.values[0].tolist() == [1.0, 2.0] and c.values[5].tolist() == [5.0, 6.0]
     assert np.isnan(c.values[1:5]).all()
     # the accepted shape most rows have wins; without a declared shape, the most common one
-    c = st.column_from_values([[1], [2, 3], [4, 5], None], "min", None)
+    c = sb.column_from_values([[1], [2, 3], [4, 5], None], "min", None)
     assert _col(c)[1:] == ([False, True, True, False], {0: (1,), 3: None})
     assert c.values[1:3].tolist() == [[2.0, 3.0], [4.0, 5.0]]
     # no row has the declared shape: the first row's shape is used (G004 reports the shape)
-    c = st.column_from_values([[1, 2, 3], None, [4, 5, 6]], "min", feat)
+    c = sb.column_from_values([[1, 2, 3], None, [4, 5, 6]], "min", feat)
     assert c.values.shape == (3, 3) and _col(c)[1:] == ([True, False, True], {1: None})
     # scalars (0-d): one value per row
-    c = st.column_from_values([1.5, 2.5], "mean", {"dtype": "float32", "shape": [1]})
+    c = sb.column_from_values([1.5, 2.5], "mean", {"dtype": "float32", "shape": [1]})
     assert c.values.shape == (2,) and _col(c) == ([1.5, 2.5], [True, True], {})
     # numbers written as text are not numbers
-    c = st.column_from_values([["1.5", "2"], [1.0, 2.0], [None, 3.0]], "mean", feat)
+    c = sb.column_from_values([["1.5", "2"], [1.0, 2.0], [None, 3.0]], "mean", feat)
     assert _col(c)[1:] == ([False, True, True], {0: "unreadable"}) and np.isnan(c.values[2, 0])
     # nothing stored at all
-    c = st.column_from_values([None, None], "std", feat)
+    c = sb.column_from_values([None, None], "std", feat)
     assert c.values.shape == (2, 1) and np.isnan(c.values).all() and _col(c)[1:] == ([False, False], {0: None, 1: None})
     # counts row by row: always (1,), int64, 0 where not ok
-    c = st.column_from_values([[20], None, [1.5], [3, 4], "n"], "count", STATE_FEAT)
+    c = sb.column_from_values([[20], None, [1.5], [3, 4], "n"], "count", STATE_FEAT)
     assert c.values.dtype == np.int64
     assert _col(c) == ([[20], [0], [0], [0], [0]], [True, False, False, False, False],
                        {1: None, 2: "unreadable", 3: (2,), 4: "unreadable"})
@@ -464,44 +465,44 @@ def test_column_from_values_row_by_row():
 def test_arrow_column_fast_path_and_fallbacks():
     f32 = np.arange(12, dtype=np.float32).reshape(2, 6) / 3
     col = pa.FixedSizeListArray.from_arrays(pa.array(f32.reshape(-1)), 6)
-    c = st._arrow_column(col, "mean", STATE_FEAT)
+    c = sb._arrow_column(col, "mean", STATE_FEAT)
     assert c.values.dtype == np.float64 and c.ok.tolist() == [True, True] and c.shapes == {}
     np.testing.assert_array_equal(c.values, f32.astype(np.float64))
-    c = st._arrow_column(pa.chunked_array([pa.array([[1.0, 2.0]], pa.large_list(pa.float64())),
+    c = sb._arrow_column(pa.chunked_array([pa.array([[1.0, 2.0]], pa.large_list(pa.float64())),
                                                      pa.array([[3.0, 4.0]], pa.large_list(pa.float64()))]),
                          "max", {"dtype": "float32", "shape": [2]})
     assert _col(c) == ([[1.0, 2.0], [3.0, 4.0]], [True, True], {})
     cam = pa.array([[[[0.1]], [[0.2]], [[0.3]]], [[[0.4]], [[0.5]], [[0.6]]]],
                    type=pa.list_(pa.list_(pa.list_(pa.float64()))))
-    c = st._arrow_column(cam, "mean", CAM_FEAT)
+    c = sb._arrow_column(cam, "mean", CAM_FEAT)
     assert c.values.shape == (2, 3, 1, 1) and c.ok.all() and c.values[1].reshape(-1).tolist() == [0.4, 0.5, 0.6]
-    c = st._arrow_column(pa.array([[20], [15]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
+    c = sb._arrow_column(pa.array([[20], [15]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
     assert c.values.dtype == np.int64 and _col(c) == ([[20], [15]], [True, True], {})
     # counts of two values in every row: the shape is recorded for each row
-    c = st._arrow_column(pa.array([[20, 20], [15, 15], [3, 3]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
+    c = sb._arrow_column(pa.array([[20, 20], [15, 15], [3, 3]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
     assert _col(c) == ([[0], [0], [0]], [False, False, False], {0: (2,), 1: (2,), 2: (2,)})
     # a null inside one row's count: that row cannot be read, the others can
-    c = st._arrow_column(pa.array([[20], [None], [25]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
+    c = sb._arrow_column(pa.array([[20], [None], [25]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
     assert _col(c) == ([[20], [0], [25]], [True, False, True], {1: "unreadable"})
     # a null row, rows of other lengths, and a shape other than the declared one
-    c = st._arrow_column(pa.array([[1.0, 2.0], None, [1.0, 2.0, 3.0]], type=pa.list_(pa.float64())), "min",
+    c = sb._arrow_column(pa.array([[1.0, 2.0], None, [1.0, 2.0, 3.0]], type=pa.list_(pa.float64())), "min",
                          {"dtype": "float32", "shape": [2]})
     assert c.ok.tolist() == [True, False, False] and c.shapes == {1: None, 2: (3,)}
-    c = st._arrow_column(pa.array([[1.0, 2.0, 3.0]] * 2, type=pa.list_(pa.float64())), "min",
+    c = sb._arrow_column(pa.array([[1.0, 2.0, 3.0]] * 2, type=pa.list_(pa.float64())), "min",
                          {"dtype": "float32", "shape": [2]})
     assert _col(c) == ([[1.0, 2.0, 3.0]] * 2, [True, True], {})
     # text is not a number, not even "1.5"
-    c = st._arrow_column(pa.array([["a"], ["1.5"]], type=pa.list_(pa.string())), "mean",
+    c = sb._arrow_column(pa.array([["a"], ["1.5"]], type=pa.list_(pa.string())), "mean",
                          {"dtype": "float32", "shape": [1]})
     assert c.ok.tolist() == [False, False] and c.shapes == {0: "unreadable", 1: "unreadable"}
     # counts stored as floats: whole numbers are counts, others are not (as in JSON)
-    c = st._arrow_column(pa.array([[20.0], [15.5], [math.nan], [12.0]], type=pa.list_(pa.float64())), "count",
+    c = sb._arrow_column(pa.array([[20.0], [15.5], [math.nan], [12.0]], type=pa.list_(pa.float64())), "count",
                          STATE_FEAT)
     assert c.values.dtype == np.int64
     assert _col(c) == ([[20], [0], [0], [12]], [True, False, False, True], {1: "unreadable", 2: "unreadable"})
-    c = st._arrow_column(pa.array([[20.0], [15.0]], type=pa.list_(pa.float32())), "count", STATE_FEAT)
+    c = sb._arrow_column(pa.array([[20.0], [15.0]], type=pa.list_(pa.float32())), "count", STATE_FEAT)
     assert c.values.dtype == np.int64 and _col(c) == ([[20], [15]], [True, True], {})
-    c = st._arrow_column(pa.array([], type=pa.list_(pa.float64())), "mean", STATE_FEAT)
+    c = sb._arrow_column(pa.array([], type=pa.list_(pa.float64())), "mean", STATE_FEAT)
     assert c.values.shape[0] == 0 and c.ok.tolist() == []
 
 
@@ -531,8 +532,8 @@ def test_stats_blocks_parquet_stream_and_lookup_across_blocks_and_files(tmp_path
     t = _split_episodes_v3(root)
     # file-000: row groups [0, 1], then [2], one episode short of BLOCK_ROWS, read together with file-001's rows
     # (same statistics columns); file-002 has no rows and file-003 no episode_index: no block
-    monkeypatch.setattr(st.StatsBlocks, "BLOCK_ROWS", 2)
-    reader = st.StatsBlocks(Dataset(root))
+    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 2)
+    reader = sb.StatsBlocks(Dataset(root))
     blocks = list(reader)
     assert [(b.source, b.first_row, b.episodes.tolist(), b.where_kind, b.spans) for b in blocks] == [
         (EPS_V3, 0, [0, 1], "row", ()), (EPS_V3, 2, [2, 3, 4, 0], "row", ((0, EPS_V3), (1, SECOND_EPS)))]
@@ -571,7 +572,7 @@ def test_stats_blocks_gather_small_files_with_the_same_columns_and_findings_name
     files = [f"meta/episodes/chunk-000/file-{i:03d}.parquet" for i in range(4)]
     for i, rel in enumerate(files):  # one episode per file, as a resumed or aggregated recording writes them
         pq.write_table(t.slice(i, 1), root / rel)
-    blocks = list(st.StatsBlocks(Dataset(root)))
+    blocks = list(sb.StatsBlocks(Dataset(root)))
     assert [(b.source, b.episodes.tolist(), b.spans) for b in blocks] == [
         (files[0], [0, 1, 2, 3], tuple((i, rel) for i, rel in enumerate(files)))]
     mean = t.column("stats/action/mean").to_pylist()
@@ -580,7 +581,7 @@ def test_stats_blocks_gather_small_files_with_the_same_columns_and_findings_name
     # another statistic type in file-002 (float32 lists): it cannot share a block with its neighbours
     col = "stats/action/mean"
     _retype_v3(root, col, [mean[2]], pa.list_(pa.float32()), rel=files[2])
-    blocks = list(st.StatsBlocks(Dataset(root)))
+    blocks = list(sb.StatsBlocks(Dataset(root)))
     assert [(b.source, b.first_row, b.episodes.tolist()) for b in blocks] == [
         (files[0], 0, [0, 1]), (files[2], 0, [2]), (files[3], 0, [3])]
     assert blocks[1].features["action"]["mean"].values[0].tolist() == \
@@ -598,8 +599,8 @@ def test_stats_blocks_parquet_problems_and_row_groups_read_together(tmp_path, mo
     (root / SECOND_EPS).write_bytes(b"PAR1 not a parquet file")
     t = pq.read_table(root / EPS_V3)
     pq.write_table(t, root / EPS_V3, row_group_size=1)
-    monkeypatch.setattr(st.StatsBlocks, "BLOCK_ROWS", 3)
-    reader = st.StatsBlocks(Dataset(root))
+    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 3)
+    reader = sb.StatsBlocks(Dataset(root))
     # 4 row groups of 1 episode: the first 3 are read together (3 >= BLOCK_ROWS), then the last one
     assert [(b.first_row, b.episodes.tolist()) for b in reader] == [(0, [0, 1, 2]), (3, [3])]
     assert reader.problems == [(SECOND_EPS, "stats columns cannot be read (Parquet magic bytes not found in footer. "
@@ -610,7 +611,7 @@ def test_stats_blocks_parquet_problems_and_row_groups_read_together(tmp_path, mo
 def test_stats_blocks_open_each_file_once(tmp_path, monkeypatch):
     root = _v3(tmp_path)
     pq.write_table(pq.read_table(root / EPS_V3), root / EPS_V3, row_group_size=1)
-    monkeypatch.setattr(st.StatsBlocks, "BLOCK_ROWS", 1)
+    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
     opened: list[str] = []
     real = pq.ParquetFile
 
@@ -628,7 +629,7 @@ def test_stats_blocks_open_each_file_once(tmp_path, monkeypatch):
         return real_read(self, row_groups, *a, **kw)
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
-    reader = st.StatsBlocks(Dataset(root))
+    reader = sb.StatsBlocks(Dataset(root))
     assert [b.episodes.tolist() for b in reader] == [[0], [1], [2], [3]]
     assert reads == [[0], [1], [2], [3]]
     found = reader.lookup([2, 3])  # the last two blocks read are still held
@@ -645,7 +646,7 @@ def test_stats_blocks_let_go_of_files_read_in_one_piece(tmp_path, monkeypatch):
     files = [f"meta/episodes/chunk-000/file-{i:03d}.parquet" for i in range(4)]
     for i, rel in enumerate(files):
         pq.write_table(t.slice(i, 1), root / rel)
-    monkeypatch.setattr(st.StatsBlocks, "BLOCK_ROWS", 1)
+    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
     opened: list[str] = []
     real = pq.ParquetFile
 
@@ -655,7 +656,7 @@ def test_stats_blocks_let_go_of_files_read_in_one_piece(tmp_path, monkeypatch):
             super().__init__(source, *a, **kw)
 
     monkeypatch.setattr(pq, "ParquetFile", Counting)
-    reader = st.StatsBlocks(Dataset(root))
+    reader = sb.StatsBlocks(Dataset(root))
     assert [b.episodes.tolist() for b in reader] == [[0], [1], [2], [3]]
     # hundreds of small files would otherwise each hold a parsed footer until the end
     assert opened == [Path(rel).name for rel in files] and reader._files == {}
@@ -671,9 +672,9 @@ def test_stats_blocks_keep_exactly_the_byte_budget(tmp_path, monkeypatch, spare)
     the file stays open for reading it again."""
     root = _v3(tmp_path)
     pq.write_table(pq.read_table(root / EPS_V3), root / EPS_V3, row_group_size=1)
-    monkeypatch.setattr(st.StatsBlocks, "BLOCK_ROWS", 1)
-    total = sum(b.nbytes for b in st.StatsBlocks(Dataset(root)))
-    monkeypatch.setattr(st.StatsBlocks, "KEEP_BYTES", total + spare)
+    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
+    total = sum(b.nbytes for b in sb.StatsBlocks(Dataset(root)))
+    monkeypatch.setattr(sb.StatsBlocks, "KEEP_BYTES", total + spare)
     reads: list[list[int]] = []
     real = pq.ParquetFile.read_row_groups
 
@@ -682,8 +683,8 @@ def test_stats_blocks_keep_exactly_the_byte_budget(tmp_path, monkeypatch, spare)
         return real(self, row_groups, *a, **kw)
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
-    reader = st.StatsBlocks(Dataset(root), keep=True)
-    assert st.StatsBlocks(Dataset(root)).keep_bytes == 0
+    reader = sb.StatsBlocks(Dataset(root), keep=True)
+    assert sb.StatsBlocks(Dataset(root)).keep_bytes == 0
     assert reader.keep_bytes == total + spare
     blocks = list(reader)
     assert reads == [[0], [1], [2], [3]]
@@ -706,8 +707,8 @@ def test_stats_blocks_jsonl_stream_and_lookup(tmp_path, monkeypatch):
     again["stats"]["action"]["mean"] = [0.0] * 6
     dups = [json.dumps(again), text[1]]  # lines 6-7: episodes 0 and 1 again (lookups read the first line)
     (root / STATS_JSONL).write_text("\n".join([text[0], text[1], "{oops", text[2], text[3], *dups, text[4]]) + "\n")
-    monkeypatch.setattr(st.StatsBlocks, "BLOCK_LINES", 2)
-    reader = st.StatsBlocks(Dataset(root))
+    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_LINES", 2)
+    reader = sb.StatsBlocks(Dataset(root))
     blocks = list(reader)
     assert [(b.source, b.first_row, b.episodes.tolist(), b.where_kind) for b in blocks] == [
         (STATS_JSONL, 1, [0, 1], "line"), (STATS_JSONL, 4, [2, 3], "line"), (STATS_JSONL, 6, [0, 1], "line"),
@@ -752,7 +753,7 @@ def test_stats_jsonl_lines_cap_each_line(tmp_path, monkeypatch):
     offsets = np.cumsum([0] + [len(x) + 1 for x in (at_cap, over, far_over, good[1])]).tolist()
     assert got == [(0, 1, 2**20), (offsets[3], 4, len(good[1]) + 1), (offsets[4], 5, len(good[2]) + 1)]
     assert problems == [(STATS_JSONL, "line 2 is longer than 1 MiB"), (STATS_JSONL, "line 3 is longer than 1 MiB")]
-    reader = st.StatsBlocks(Dataset(root))
+    reader = sb.StatsBlocks(Dataset(root))
     assert [b.episodes.tolist() for b in reader] == [[0, 1, 2]]
     assert reader.problems == problems
     assert list(st._stats_jsonl_lines(tmp_path / "nowhere", problems)) == []
@@ -970,12 +971,12 @@ def test_running_aggregate_equals_the_batch_formula():
         np.testing.assert_allclose(res[k], ref[k], rtol=1e-12)
 
 
-def _cols(entries: list[dict]) -> dict[str, st.StatColumn]:
+def _cols(entries: list[dict]) -> dict[str, sb.StatColumn]:
     k = len(entries)
     out = {}
     for s in entries[0]:
         vals = np.stack([np.asarray(e[s]) for e in entries])
-        out[s] = st.StatColumn(vals.astype(np.int64 if s == "count" else np.float64), np.ones(k, dtype=bool), {})
+        out[s] = sb.StatColumn(vals.astype(np.int64 if s == "count" else np.float64), np.ones(k, dtype=bool), {})
     return out
 
 
@@ -1374,7 +1375,7 @@ def test_quantile_request_thresholds_one_bin_around_each_stored_quantile(tmp_pat
     _set_v3(root, 1, "stats/frame_index/max", lambda v: None)
     t = pq.read_table(root / EPS_V3)
     pq.write_table(t.drop_columns(["stats/task_index/max"]), root / EPS_V3)  # no max at all: nothing to request
-    blocks = st.StatsBlocks(Dataset(root))
+    blocks = sb.StatsBlocks(Dataset(root))
     list(blocks)
     columns = {"action": (6, np.dtype(np.float32)), "observation.state": (6, np.dtype(np.float32)),
                "frame_index": (1, np.dtype(np.int64)), "nowhere": (1, np.dtype(np.float64)),
@@ -1483,7 +1484,7 @@ def test_g010_per_episode_findings_word_for_word(tmp_path):
     # the same findings when the stored statistics come in blocks of one episode, looked up two at a time
     pq.write_table(pq.read_table(root / EPS_V3), root / EPS_V3, row_group_size=1)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(st.StatsBlocks, "BLOCK_ROWS", 1)
+        mp.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
         mp.setattr(sd, "LOOKUP_EPISODES", 2)
         small = _report(root)
     assert [(f.message, f.path, f.count, f.subject) for f in _findings(small, "G010")] == \

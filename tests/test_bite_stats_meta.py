@@ -30,7 +30,7 @@ from lerobot_tools.checks import counts
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.engine import ValidateOptions
 from lerobot_tools.checks.stats import compute, meta
-from lerobot_tools.checks.stats.stored import StatsBlocks
+from lerobot_tools.checks.stats.blocks import StatsBlocks
 from lerobot_tools.dataset.model import Dataset
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate

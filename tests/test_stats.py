@@ -217,14 +217,14 @@ def test_deep_keeps_the_first_stored_statistics_blocks_within_its_byte_budget(v3
     the same whatever is kept."""
     import pyarrow.parquet as pq_mod
 
-    from lerobot_tools.checks.stats import stored
+    from lerobot_tools.checks.stats import blocks as sblocks
     from lerobot_tools.dataset.model import Dataset
 
     _set_v3(v3, 0, "stats/action/std", lambda v: [0.0] + v[1:])
     _set_v3(v3, 3, "stats/observation.state/mean", lambda v: [v[0] + 100.0] + v[1:])
     ep_file = _episodes_parquet(v3)
     pq.write_table(pq.read_table(ep_file), ep_file, row_group_size=1)  # several row groups, as lerobot writes
-    monkeypatch.setattr(stored.StatsBlocks, "BLOCK_ROWS", 1)  # one block per row group of the episodes file
+    monkeypatch.setattr(sblocks.StatsBlocks, "BLOCK_ROWS", 1)  # one block per row group of the episodes file
     n_groups = pq.ParquetFile(ep_file).metadata.num_row_groups
     assert n_groups >= 3
     reads: list[int] = []
@@ -239,31 +239,31 @@ def test_deep_keeps_the_first_stored_statistics_blocks_within_its_byte_budget(v3
     assert len(reads) == n_groups  # each block read once, in the stream
     reads.clear()
     budgets: list[int] = []
-    real_init = stored.StatsBlocks.__init__
+    real_init = sblocks.StatsBlocks.__init__
 
     def recording(self, *a, **kw):
         real_init(self, *a, **kw)
         budgets.append(self.keep_bytes)
 
-    monkeypatch.setattr(stored.StatsBlocks, "__init__", recording)
+    monkeypatch.setattr(sblocks.StatsBlocks, "__init__", recording)
     shallow = _report(v3)
     assert len(reads) == n_groups and budgets == [0]  # nothing will look the blocks up again: none is kept
     _report(v3, deep=True, ignore={"G010"})
     assert budgets == [0, 0]
     # a budget of one block's bytes: the first block is kept, every other one is read again in each lookup
-    reader = stored.StatsBlocks(Dataset(v3), keep=True)
+    reader = sblocks.StatsBlocks(Dataset(v3), keep=True)
     blocks = list(reader)
     one = blocks[0].nbytes
     assert 0 < one and len(blocks) == n_groups
     assert reader._files == {}  # every block is kept: the file's parsed footer is let go after the stream
     assert reader.lookup([3])[3][0] is blocks[3]
-    monkeypatch.setattr(stored.StatsBlocks, "KEEP_BYTES", one)
+    monkeypatch.setattr(sblocks.StatsBlocks, "KEEP_BYTES", one)
     reads.clear()
     kept_one = _report(v3, deep=True)
     assert n_groups + 1 < len(reads) <= n_groups + 2 * (n_groups - 1)
-    partial = stored.StatsBlocks(Dataset(v3), keep=True)  # one block kept: the file stays open for the others
+    partial = sblocks.StatsBlocks(Dataset(v3), keep=True)  # one block kept: the file stays open for the others
     assert len(list(partial)) == n_groups and list(partial._files) == [ep_file.relative_to(v3).as_posix()]
-    monkeypatch.setattr(stored.StatsBlocks, "KEEP_BYTES", 0)
+    monkeypatch.setattr(sblocks.StatsBlocks, "KEEP_BYTES", 0)
     kept_none = _report(v3, deep=True)
     g010 = sorted(f.message for f in _findings(kept_all, "G010"))
     assert any("episode 0: 'action' std[0]" in m for m in g010)

@@ -403,7 +403,7 @@ class RunningAggregate:
 
     def add_block(self, cols, rows: np.ndarray, counts: np.ndarray | None = None) -> None:
         """Add the ``rows`` (bool mask) of a block of entries (stat -> object with ``values`` of shape
-        ``(k, *shape)``, as :class:`~lerobot_tools.checks.stats.stored.StatColumn`); ``counts`` (k,) overrides
+        ``(k, *shape)``, as :class:`~lerobot_tools.checks.stats.blocks.StatColumn`); ``counts`` (k,) overrides
         the stored counts. Equal to adding the rows one by one (the block is pre-aggregated exactly)."""
         idx = np.flatnonzero(rows)
         if not len(idx):

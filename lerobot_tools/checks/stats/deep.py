@@ -24,6 +24,7 @@ import numpy as np
 
 from lerobot_tools._arrow_numpy import numpy_values
 from lerobot_tools.checks.context import CheckContext
+from lerobot_tools.checks.stats import blocks as sb
 from lerobot_tools.checks.stats import stored as st
 from lerobot_tools.checks.stats.compute import (
     QUANTILE_BINS, Disagreement, Moments, compare, float_eps, merge_arrays, screen, segment_arrays,
@@ -173,7 +174,7 @@ class FileStatsBuilder:
         return out
 
 
-def quantile_request(blocks: "st.StatsBlocks | None", columns: dict[str, tuple[int, np.dtype]], episodes: list[int],
+def quantile_request(blocks: "sb.StatsBlocks | None", columns: dict[str, tuple[int, np.dtype]], episodes: list[int],
                      sampled: set[int], skip: set[tuple[int | None, str]]) -> dict[str, tuple[list[str], list, list]]:
     """The quantile thresholds of :class:`StatsRequest` for the ``sampled`` episodes among ``episodes``."""
     want = [e for e in episodes if e in sampled]

@@ -16,7 +16,7 @@ deletes episodes), and so is anything in a v2.1 ``stats.json``.
 Root cause first: an entry that cannot be read or has the wrong shape is reported once (G003/G004) and skipped by
 every other check, G008 runs only for features whose every entry passed, and the per-episode ``count`` used for
 aggregation is the episode length (a wrong count is G007, not also G008). Per-episode statistics are streamed in
-blocks of a few hundred episodes (:class:`~lerobot_tools.checks.stats.stored.StatsBlocks`) and screened with
+blocks of a few hundred episodes (:class:`~lerobot_tools.checks.stats.blocks.StatsBlocks`) and screened with
 numpy over the whole block; only the rows that fail the screen are checked one by one (for their messages).
 Memory is one block plus one running aggregate per feature.
 """
@@ -30,6 +30,7 @@ import numpy as np
 
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.files import report_unreadable
+from lerobot_tools.checks.stats import blocks as sb
 from lerobot_tools.checks.stats import stored as st
 from lerobot_tools.checks.stats.compute import QUANTILE_BINS, RunningAggregate
 from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH
@@ -47,7 +48,7 @@ class StatsFacts:
     """What the metadata pass learnt, for the ``--deep`` pass (:mod:`lerobot_tools.checks.stats.deep`).
 
     Attributes:
-        reader: the per-episode statistics as blocks (:class:`~lerobot_tools.checks.stats.stored.StatsBlocks`,
+        reader: the per-episode statistics as blocks (:class:`~lerobot_tools.checks.stats.blocks.StatsBlocks`,
             iterated once here; the deep pass looks episodes up in it), None when the layout has none.
         global_stats: parsed entries of the effective global statistics that passed G003/G004 (feature -> stats).
         global_source: where they come from (``meta/stats.json`` or the v2.1 aggregate description).
@@ -60,7 +61,7 @@ class StatsFacts:
             not report that aggregate again).
     """
 
-    reader: st.StatsBlocks | None = None
+    reader: sb.StatsBlocks | None = None
     global_stats: dict[str, st.FeatureStats] = field(default_factory=dict)
     global_source: str | None = None
     untrusted: set[tuple[int | None, str]] = field(default_factory=set)
@@ -243,7 +244,7 @@ def run(ctx: CheckContext) -> None:
         global_unreadable = True
     else:
         global_unreadable = False
-    reader = st.StatsBlocks(ds, keep=ctx.options.deep and ctx.enabled("G010"))  # the deep pass looks them up again
+    reader = sb.StatsBlocks(ds, keep=ctx.options.deep and ctx.enabled("G010"))  # the deep pass looks them up again
     if not episodes_stats_ok or (reader.kind == "parquet" and not ctx.episodes_ok):
         if reader.kind == "parquet":  # the episode metadata's own finding (C007, F004...) states the cause
             ctx.skip("G003-G008 per episode", "the episode metadata could not be read")
@@ -385,7 +386,7 @@ def run(ctx: CheckContext) -> None:
                     chk._hazard(f"aggregate of {V2_EPISODES_STATS_PATH}", V2_EPISODES_STATS_PATH, name, res, "warning", None)
 
 
-def _row(cols: dict[str, st.StatColumn], i: int) -> dict | None:
+def _row(cols: dict[str, sb.StatColumn], i: int) -> dict | None:
     """Row ``i`` of a block's feature as the stored entry it came from (for the one-by-one checks)."""
     if any(c.shapes.get(i) == st.NOT_AN_OBJECT for c in cols.values()):
         return None  # the stored entry was not an object: reported as such
@@ -402,7 +403,7 @@ def _row(cols: dict[str, st.StatColumn], i: int) -> dict | None:
     return out
 
 
-def _screen(feat: dict, kind: str, cols: dict[str, st.StatColumn], lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _screen(feat: dict, kind: str, cols: dict[str, sb.StatColumn], lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised G003-G007 screen of a block: ``(sound, consistent)`` per row. A row passing both raises
     nothing; the others go through :class:`_Checker` one by one (same messages as a single entry)."""
     k = len(lens)
@@ -454,7 +455,7 @@ def _screen(feat: dict, kind: str, cols: dict[str, st.StatColumn], lens: np.ndar
     return sound, consistent
 
 
-def _hazards_block(chk: "_Checker", block: st.StatsBlock, name: str, cols: dict[str, st.StatColumn],
+def _hazards_block(chk: "_Checker", block: sb.StatsBlock, name: str, cols: dict[str, sb.StatColumn],
                    good: np.ndarray, lens: np.ndarray) -> None:
     """G009 (info) for the sound, consistent rows of a normalised feature with a constant dimension."""
     k = len(good)
