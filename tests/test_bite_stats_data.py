@@ -594,6 +594,76 @@ def test_stats_blocks_gather_small_files_with_the_same_columns_and_findings_name
     assert (g005.count, g005.path, g005.paths) == (2, files[0], files[:2])
 
 
+def _blocks_and_report(root: Path, fast: bool, monkeypatch) -> tuple:
+    """Blocks, lookups, problems and the ``--deep`` report of a v2.1 dataset, read with the one-call pyarrow.json
+    parse (``fast``) or line by line (``FAST_JSONL_BYTES`` 0)."""
+    monkeypatch.setattr(sb, "FAST_JSONL_BYTES", sb.FAST_JSONL_BYTES if fast else 0)
+    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_LINES", 2)
+    reader = sb.StatsBlocks(Dataset(root))
+    blocks = [(b.source, b.first_row, b.episodes.tolist(), b.where_kind, b.spans,
+               {f: {s: (c.values.dtype.str, c.values.shape, c.values.tobytes(), c.ok.tolist(), c.shapes)
+                    for s, c in cols.items()} for f, cols in b.features.items()},
+               [list(cols) for cols in b.features.values()]) for b in reader]
+    found = {e: (blk.first_row, i) for e, (blk, i) in reader.lookup(list(range(8))).items()}
+    report = _report(root)
+    return blocks, dict(reader._where), list(reader.problems), found, \
+        [(f.check, f.severity, f.path, f.message, f.count) for f in report.findings]
+
+
+def _v21_stats_edits():
+    def ints(e, stats):  # whole numbers written as JSON integers in a float statistic
+        if e == 1:
+            stats["action"]["min"] = [int(round(v)) for v in stats["action"]["min"]]
+
+    def broken(e, stats):  # regular in form, wrong in value: G005, G007, NaN (G003)
+        if e == 0:
+            stats["action"]["std"][1] = -1.0
+            stats["observation.state"]["count"] = [999]
+        if e == 2:
+            stats["action"]["mean"][0] = float("nan")
+
+    return {"pristine": (None, True), "ints": (ints, True), "broken": (broken, True)}
+
+
+@pytest.mark.parametrize("edit", ["pristine", "ints", "broken", "duplicate", "missing-feature", "text", "blank-line",
+                                  "bool-episode", "crlf", "no-final-newline"])
+def test_v21_stats_one_call_parse_reads_what_the_line_by_line_reading_reads(tmp_path, monkeypatch, edit):
+    root = _v21(tmp_path, lengths=(20, 15, 25, 12, 9))
+    path = root / STATS_JSONL
+    lines = path.read_bytes().splitlines()
+    regular = True
+    if edit in _v21_stats_edits():
+        fn, regular = _v21_stats_edits()[edit]
+        if fn is not None:
+            _edit_v21(root, fn)
+    elif edit == "duplicate":  # episode 1 twice, the first line is the one read
+        path.write_bytes(b"\n".join(lines + [lines[1]]) + b"\n")
+    elif edit == "missing-feature":
+        _edit_v21(root, lambda e, stats: stats.pop("action") if e == 3 else None)
+        regular = False
+    elif edit == "text":
+        _edit_v21(root, lambda e, stats: stats["action"].update(max="1.5") if e == 2 else None)
+        regular = False
+    elif edit == "blank-line":
+        path.write_bytes(b"\n".join(lines[:2] + [b""] + lines[2:]) + b"\n")
+        regular = False
+    elif edit == "bool-episode":
+        path.write_bytes(b"\n".join([lines[0].replace(b'"episode_index": 0', b'"episode_index": true')] + lines[1:])
+                         + b"\n")
+        regular = False
+    elif edit == "crlf":
+        path.write_bytes(b"\r\n".join(lines) + b"\r\n")
+    elif edit == "no-final-newline":
+        path.write_bytes(b"\n".join(lines))
+    assert (sb.StatsBlocks(Dataset(root))._jsonl_table() is not None) == regular
+    fast = _blocks_and_report(root, True, monkeypatch)
+    slow = _blocks_and_report(root, False, monkeypatch)
+    assert fast == slow
+    # every line that holds an entry is in a block (episode 1 twice; a line whose episode_index is true is not)
+    rows = {"duplicate": 6, "bool-episode": 4}.get(edit, 5)
+    assert sum(len(b[2]) for b in fast[0]) == rows and [b[1] for b in fast[0]][:1] == [1 if edit != "bool-episode" else 2]
+
+
 def test_stats_blocks_parquet_problems_and_row_groups_read_together(tmp_path, monkeypatch):
     root = _v3(tmp_path)
     (root / SECOND_EPS).write_bytes(b"PAR1 not a parquet file")
