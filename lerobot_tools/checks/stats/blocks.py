@@ -186,11 +186,6 @@ def _split_stats_column(name: str) -> tuple[str, str] | None:
     return (feature, stat) if feature else None
 
 
-#: a v2.1 ``meta/episodes_stats.jsonl`` up to this size is first parsed in one pyarrow.json call (see
-#: :meth:`StatsBlocks._jsonl_table`); a larger one is streamed line by line
-FAST_JSONL_BYTES = 64 * 2**20
-
-
 class StatsBlocks:
     """Per-episode statistics as :class:`StatsBlock` arrays: streamed in file order (:meth:`__iter__`) and looked
     up again for a set of episodes (:meth:`lookup`, after one full iteration).
@@ -397,10 +392,6 @@ class StatsBlocks:
                           np.asarray([e for _, e, _ in items], dtype=np.int64), features, where_kind="line")
 
     def _iter_jsonl(self) -> Iterator[StatsBlock]:
-        parsed = self._jsonl_table()
-        if parsed is not None:
-            yield from self._table_blocks(*parsed)
-            return
         rel = V2_EPISODES_STATS_PATH
         parser = EpisodeStatsReader(self.ds)
         items: list[tuple[int, int, dict]] = []
@@ -416,72 +407,6 @@ class StatsBlocks:
         self.problems.extend(parser.problems)
         if items:
             yield self._lines_block(items)
-
-    def _jsonl_table(self) -> tuple[Any, np.ndarray] | None:
-        """``meta/episodes_stats.jsonl`` parsed in one ``pyarrow.json.read_json`` call (C++), with each line's byte
-        offset, when the file is at most :data:`FAST_JSONL_BYTES` and every line is a regular entry: an integer
-        ``episode_index`` and a ``stats`` object of feature objects of lists of numbers, every feature and statistic
-        in every line. Anything else (a blank or overlong line, text where a number belongs, a missing entry, a
-        duplicate key, a number beyond float64, bytes that are not UTF-8: pyarrow raises or infers another type)
-        returns None, and the file is read line by line with Python's ``json``, which says what is wrong where.
-        On a regular file both readings give the same values (JSON numbers parse to the nearest float64 either
-        way; lerobot 0.3.3's ``load_episodes_stats`` reads the lines with ``json``).
-        """
-        import pyarrow as pa
-        import pyarrow.json as pj
-
-        try:
-            with (self.ds.root / V2_EPISODES_STATS_PATH).open("rb") as fh:
-                data = fh.read(FAST_JSONL_BYTES + 1)
-        except OSError:
-            return None
-        if not data or len(data) > FAST_JSONL_BYTES:
-            return None
-        nl = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A)
-        starts = np.concatenate(([0], nl + 1))
-        if starts[-1] == len(data):  # the file ends with a newline
-            starts = starts[:-1]
-        ends = np.concatenate((nl, [len(data)]))[: len(starts)]
-        if np.any(ends - starts > MAX_JSONL_LINE_BYTES):
-            return None
-        try:
-            table = pj.read_json(pa.BufferReader(data))
-        except Exception:  # ArrowInvalid: the line-by-line reading names the line and the problem
-            return None
-        names = table.column_names
-        if table.num_rows != len(starts) or "episode_index" not in names or "stats" not in names:
-            return None
-        ep, stats = table.column("episode_index"), table.column("stats")
-        if not pa.types.is_integer(ep.type) or ep.null_count or not pa.types.is_struct(stats.type) or stats.null_count:
-            return None
-        stats = stats.combine_chunks()
-        for f in range(stats.type.num_fields):
-            entry = stats.field(f)
-            if not pa.types.is_struct(entry.type) or entry.null_count or entry.type.num_fields == 0:
-                return None
-            for k in range(entry.type.num_fields):
-                if not pa.types.is_list(entry.type.field(k).type) or entry.field(k).null_count:
-                    return None
-        return table, starts
-
-    def _table_blocks(self, table, starts: np.ndarray) -> Iterator[StatsBlock]:
-        """The blocks of :data:`BLOCK_LINES` lines of a table from :meth:`_jsonl_table`, as the line-by-line reading
-        makes them."""
-        rel = V2_EPISODES_STATS_PATH
-        eps = numpy_values(table.column("episode_index")).astype(np.int64)
-        stats = table.column("stats").combine_chunks()
-        for i, e in enumerate(eps.tolist()):
-            self._where.setdefault(e, (rel, int(starts[i]), i + 1))
-        for first in range(0, table.num_rows, self.BLOCK_LINES):
-            n = min(self.BLOCK_LINES, table.num_rows - first)
-            features: dict[str, dict[str, StatColumn]] = {}
-            for f in range(stats.type.num_fields):
-                name = stats.type.field(f).name
-                entry = stats.field(f).slice(first, n)
-                order = sorted(range(entry.type.num_fields), key=lambda k: entry.type.field(k).name)
-                features[name] = {entry.type.field(k).name: _arrow_column(entry.field(k), entry.type.field(k).name,
-                                                                          self.feats.get(name)) for k in order}
-            yield StatsBlock(rel, first + 1, eps[first:first + n].copy(), features, where_kind="line")
 
     # ------------------------------------------------------------------ lookup
     def lookup(self, episodes: list[int]) -> dict[int, tuple[StatsBlock, int]]:
