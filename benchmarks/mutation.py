@@ -65,6 +65,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_prefetch.py"]),
     "arrow": ("lerobot_tools/_arrow_equal.py", [
         "tests/test_verifiers.py", "-k", "values or eq or nan", "tests/test_bite_reshard_verify.py"]),
+    "arrow-numpy": ("lerobot_tools/_arrow_numpy.py", ["tests/test_arrow_numpy.py"]),
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
     "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -11,6 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_tools._arrow_numpy import numpy_values
+
+
+def _child_env() -> dict:
+    """The environment for a child Python that imports lerobot_tools from where this process does (a mutated copy
+    included), read when the child starts."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
 
 NUMERIC = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(),
            pa.float16(), pa.float32(), pa.float64()]
@@ -50,6 +58,8 @@ def test_what_has_no_plain_buffer_goes_through_to_numpy():
 
 
 def test_reading_parquet_columns_does_not_import_pandas(tmp_path):
+    # called here too, so that a mutation tool that picks tests by the functions they call runs this one
+    assert numpy_values(pa.array([1], pa.int64())).tolist() == [1]
     path = tmp_path / "x.parquet"
     pq.write_table(pa.table({"i": pa.array(range(5), pa.int64()), "f": pa.array([0.5] * 5, pa.float32())}), path)
     code = (
@@ -60,7 +70,8 @@ def test_reading_parquet_columns_does_not_import_pandas(tmp_path):
         "t.column('i').to_numpy()\n"
         "print('pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=_child_env()).stdout.split("\n")
     # pyarrow's own to_numpy imports pandas where it is installed (the reason for numpy_values)
     pandas_installed = subprocess.run([sys.executable, "-c", "import pandas"], capture_output=True).returncode == 0
     assert out[0] == "10 2.5 False" and out[1] == str(pandas_installed)
@@ -79,5 +90,5 @@ def test_reshard_does_not_import_pandas(tmp_path):
         "print('PANDAS', 'pandas' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe, "reshard", str(tmp_path / "ds"), "--no-progress"],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, env=_child_env()).stdout
     assert "2 resharded" in out and out.strip().endswith("EXIT 0\nPANDAS False"), out
