@@ -608,10 +608,8 @@ def test_stats_blocks_parquet_problems_and_row_groups_read_together(tmp_path, mo
     assert reader.lookup([7]) == {}
 
 
-def test_stats_blocks_open_each_file_once(tmp_path, monkeypatch):
-    root = _v3(tmp_path)
-    pq.write_table(pq.read_table(root / EPS_V3), root / EPS_V3, row_group_size=1)
-    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
+def _count_opens(monkeypatch) -> list[str]:
+    """The names of the files ``pyarrow.parquet.ParquetFile`` opens from now on, in order."""
     opened: list[str] = []
     real = pq.ParquetFile
 
@@ -621,6 +619,14 @@ def test_stats_blocks_open_each_file_once(tmp_path, monkeypatch):
             super().__init__(source, *a, **kw)
 
     monkeypatch.setattr(pq, "ParquetFile", Counting)
+    return opened
+
+
+def test_stats_blocks_open_each_file_once(tmp_path, monkeypatch):
+    root = _v3(tmp_path)
+    pq.write_table(pq.read_table(root / EPS_V3), root / EPS_V3, row_group_size=1)
+    monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
+    opened = _count_opens(monkeypatch)
     reads: list[list[int]] = []
     real_read = pq.ParquetFile.read_row_groups
 
@@ -647,15 +653,7 @@ def test_stats_blocks_let_go_of_files_read_in_one_piece(tmp_path, monkeypatch):
     for i, rel in enumerate(files):
         pq.write_table(t.slice(i, 1), root / rel)
     monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
-    opened: list[str] = []
-    real = pq.ParquetFile
-
-    class Counting(real):
-        def __init__(self, source, *a, **kw):
-            opened.append(Path(source).name)
-            super().__init__(source, *a, **kw)
-
-    monkeypatch.setattr(pq, "ParquetFile", Counting)
+    opened = _count_opens(monkeypatch)
     reader = sb.StatsBlocks(Dataset(root))
     assert [b.episodes.tolist() for b in reader] == [[0], [1], [2], [3]]
     # hundreds of small files would otherwise each hold a parsed footer until the end
