@@ -578,7 +578,9 @@ def test_g003_v21_stats_json_is_a_warning(tmp_path):
 @pytest.mark.parametrize("edit,message", [
     (lambda a: a.update(mean="oops"), "'action'.mean is not a rectangular list of numbers"),
     (lambda a: a.update(mean=[[1.0, 2.0], [3.0]]), "'action'.mean is not a rectangular list of numbers"),
-    (lambda a: a.update(count=[3.5]), "'action'.count is not a rectangular list of numbers"),
+    (lambda a: a.update(count=[3.5]), "'action'.count is not a list of whole numbers below 2**63"),
+    (lambda a: a.update(count=[10**30]), "'action'.count is not a list of whole numbers below 2**63"),
+    (lambda a: a.update(count=[2**63]), "'action'.count is not a list of whole numbers below 2**63"),
     (lambda a: (a.pop("std"), a.pop("count")), "'action' lacks std, count"),
     (lambda a: a.pop("min"), "'action' lacks min"),
     (lambda a: a.update(count=[3, 3]), "'action'.count has shape (2,), lerobot requires (1,)"),
@@ -587,8 +589,8 @@ def test_g003_v21_stats_json_is_a_warning(tmp_path):
     (lambda a: a.update(mean="oops", max=[1.0], std=[1.0]),
      "'action'.mean is not a rectangular list of numbers (and 2 more)"),
     (lambda a: (a.pop("count"), a.update(std=[1.0])), "'action' lacks count (and 1 more)"),
-], ids=["unreadable", "ragged", "count-fraction", "lacks-two", "lacks-min", "count-shape", "shape", "quantile-shape",
-        "three-problems", "missing-then-shape"])
+], ids=["unreadable", "ragged", "count-fraction", "count-huge", "count-2-63", "lacks-two", "lacks-min", "count-shape",
+        "shape", "quantile-shape", "three-problems", "missing-then-shape"])
 def test_g004_per_episode_v21(tmp_path, edit, message):
     root = _build(tmp_path)
     _edit_v21(root, lambda e, s: edit(s["action"]) if e == 1 else None)

@@ -16,6 +16,7 @@ import numpy as np
 from lerobot_tools._arrow_numpy import numpy_values
 from lerobot_tools.checks.stats.stored import (
     BASE_STATS,
+    MAX_COUNT,
     MAX_JSONL_LINE_BYTES,
     NOT_AN_OBJECT,
     EpisodeStatsReader,
@@ -114,7 +115,9 @@ def column_from_values(values: list[Any], stat: str, feat: dict | None) -> StatC
         ok = np.ones(k, dtype=bool)
         shapes: dict[int, Any] = {}
         if stat == "count":
-            good = np.all(np.isfinite(arr.reshape(k, -1)), axis=1) & np.all(arr.reshape(k, -1) == np.round(arr.reshape(k, -1)), axis=1)
+            flat = arr.reshape(k, -1)
+            good = (np.all(np.isfinite(flat), axis=1) & np.all(flat == np.round(flat), axis=1)
+                    & np.all(np.abs(flat) < MAX_COUNT, axis=1))
             if arr.shape[1:] != (1,):
                 shapes = {i: arr.shape[1:] for i in range(k)}
                 ok[:] = False
@@ -174,7 +177,8 @@ def _arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
                     if shape != (1,):
                         return StatColumn(np.zeros((k, 1), dtype=np.int64), np.zeros(k, dtype=bool),
                                           {i: shape for i in range(k)})
-                    if not (np.all(np.isfinite(vals)) and np.all(vals == np.round(vals))):
+                    if not (np.all(np.isfinite(vals)) and np.all(vals == np.round(vals))
+                            and np.all(np.abs(vals) < MAX_COUNT)):
                         return column_from_values(arr.to_pylist(), stat, feat)  # not whole numbers: row by row
                     return StatColumn(vals.astype(np.int64), np.ones(k, dtype=bool), {})
                 return StatColumn(vals.astype(np.float64), np.ones(k, dtype=bool), {})

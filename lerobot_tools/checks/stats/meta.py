@@ -104,7 +104,8 @@ class _Checker:
         if not isinstance(raw, dict):
             problems = [f"the {name!r} entry is not an object of statistics"]
         else:
-            problems = [f"{_label(name, s)} is not a rectangular list of numbers" for s in unreadable]
+            problems = [f"{_label(name, s)} is not a " + ("list of whole numbers below 2**63" if s == "count" else
+                                                          "rectangular list of numbers") for s in unreadable]
             missing = [s for s in st.BASE_STATS if s not in stats and s not in unreadable]
             if missing:
                 problems.append(f"{name!r} lacks {', '.join(missing)}")

@@ -45,6 +45,8 @@ CAMERA_DTYPES = ("image", "video")
 #: feature dtypes without statistics
 TEXT_DTYPES = ("string", "language")
 
+#: a stored count at or beyond this (in absolute value) is no count: int64, which lerobot's counts are, cannot hold it
+MAX_COUNT = 2.0**63
 MAX_STATS_JSON_BYTES = 256 * 2**20
 MAX_JSONL_LINE_BYTES = 64 * 2**20
 
@@ -117,7 +119,7 @@ def to_array(value: Any, stat: str) -> np.ndarray | None:
     except (TypeError, ValueError):
         return None
     if stat == "count":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)) or np.any(np.abs(arr) >= MAX_COUNT):
             return None
         return arr.astype(np.int64)
     return arr
