@@ -268,12 +268,12 @@ class StatsBlocks:
         table = pf.read_row_groups(list(range(first, last)), columns=["episode_index", *cols])
         return table, sum(pf.metadata.row_group(i).num_rows for i in range(first))
 
-    def _build(self, pieces: list[tuple[str, int]], tables: list[Any], rows0: list[int]) -> StatsBlock:
-        """One block from the tables of ``pieces`` ((file, chunk) pairs, all with the same columns and types)."""
+    def _build(self, pieces: list[tuple[str, int]], tables: list[Any], first_row: int) -> StatsBlock:
+        """One block from the tables of ``pieces`` ((file, chunk) pairs, all with the same columns and types, at
+        least one); ``first_row``: the row of the first piece's first episode in its file."""
         import pyarrow as pa
 
-        eps = np.concatenate([numpy_values(t.column("episode_index")).astype(np.int64)
-                              for t in tables]) if tables else np.zeros(0, dtype=np.int64)
+        eps = np.concatenate([numpy_values(t.column("episode_index")).astype(np.int64) for t in tables])
         features: dict[str, dict[str, StatColumn]] = {}
         for c in tables[0].column_names:
             split = _split_stats_column(c) if c.startswith("stats/") else None
@@ -288,7 +288,7 @@ class StatsBlocks:
             if not spans or spans[-1][1] != rel:
                 spans.append((start, rel))
             start += t.num_rows
-        return StatsBlock(pieces[0][0], rows0[0], eps, features, spans=tuple(spans) if len(spans) > 1 else ())
+        return StatsBlock(pieces[0][0], first_row, eps, features, spans=tuple(spans) if len(spans) > 1 else ())
 
     def _block(self, bid: int) -> StatsBlock:
         """Block ``bid`` of the stream, from memory or read again."""
@@ -296,12 +296,8 @@ class StatsBlocks:
         if block is not None:
             return block
         pieces = self._plan[bid]
-        tables, rows0 = [], []
-        for rel, chunk in pieces:
-            table, row0 = self._read_piece(rel, chunk)
-            tables.append(table)
-            rows0.append(row0)
-        return self._hold(bid, self._build(pieces, tables, rows0))
+        read = [self._read_piece(rel, chunk) for rel, chunk in pieces]
+        return self._hold(bid, self._build(pieces, [table for table, _ in read], read[0][1]))
 
     def _hold(self, bid: int, block: StatsBlock) -> StatsBlock:
         size = block.nbytes
@@ -319,20 +315,20 @@ class StatsBlocks:
         # columns are gathered into one block (converting a column costs the same for 3 rows as for 500)
         pieces: list[tuple[str, int]] = []
         tables: list[Any] = []
-        rows0: list[int] = []
+        first_row = 0
         key = None
         rows = 0
 
         def flush() -> Iterator[StatsBlock]:
-            nonlocal pieces, tables, rows0, rows
+            nonlocal pieces, tables, rows
             if not pieces:
                 return
             bid = len(self._plan)
             self._plan.append(pieces)
-            block = self._hold(bid, self._build(pieces, tables, rows0))
+            block = self._hold(bid, self._build(pieces, tables, first_row))
             for i, e in enumerate(block.episodes.tolist()):
                 self._where.setdefault(e, (bid, i))
-            pieces, tables, rows0, rows = [], [], [], 0
+            pieces, tables, rows = [], [], 0
             yield block
 
         for rel in self.ds.episode_files:
@@ -351,10 +347,11 @@ class StatsBlocks:
                         continue
                     if pieces and (this_key != key or rows >= self.BLOCK_ROWS):
                         yield from flush()
+                    if not pieces:
+                        first_row = row0
                     key = this_key
                     pieces.append((rel, chunk))
                     tables.append(table)
-                    rows0.append(row0)
                     rows += table.num_rows
                 if n_chunks == 1:
                     # a file read in one piece is opened again by a lookup (cheaper than holding hundreds of
@@ -363,14 +360,11 @@ class StatsBlocks:
             except Exception as exc:  # pyarrow: a corrupt file; C007 reports unreadable metadata
                 self.problems.append((rel, f"stats columns cannot be read ({one_line(exc, 160)})"))
         yield from flush()
-        kept_files = {rel for bid in self._kept for rel, _ in self._plan[bid]}
-        for bid, plan in enumerate(self._plan):
-            if bid not in self._kept:
-                kept_files.difference_update(rel for rel, _ in plan)
-        for rel in kept_files:
-            # every block is in memory: the footer (over 100 MB parsed for 14,000 episodes in lerobot's row groups
-            # of 10) is not needed again
-            self._files.pop(rel, None)
+        # a file no block needs to read again is let go: its footer (over 100 MB parsed for 14,000 episodes in
+        # lerobot's row groups of 10) is not needed once every block it holds is kept
+        needed = {rel for bid, plan in enumerate(self._plan) if bid not in self._kept for rel, _ in plan}
+        for rel in [rel for rel in self._files if rel not in needed]:
+            self._files.pop(rel)
 
     def _lines_block(self, items: list[tuple[int, int, dict]]) -> StatsBlock:
         """``items``: (line number, episode, stats object) -> a block."""
