@@ -622,19 +622,25 @@ def _count_opens(monkeypatch) -> list[str]:
     return opened
 
 
+def _count_reads(monkeypatch) -> list[list[int]]:
+    """The row groups of each ``ParquetFile.read_row_groups`` call from now on, in order."""
+    reads: list[list[int]] = []
+    real = pq.ParquetFile.read_row_groups
+
+    def counting(self, row_groups, *a, **kw):
+        reads.append(list(row_groups))
+        return real(self, row_groups, *a, **kw)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
+    return reads
+
+
 def test_stats_blocks_open_each_file_once(tmp_path, monkeypatch):
     root = _v3(tmp_path)
     pq.write_table(pq.read_table(root / EPS_V3), root / EPS_V3, row_group_size=1)
     monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
     opened = _count_opens(monkeypatch)
-    reads: list[list[int]] = []
-    real_read = pq.ParquetFile.read_row_groups
-
-    def counting(self, row_groups, *a, **kw):
-        reads.append(list(row_groups))
-        return real_read(self, row_groups, *a, **kw)
-
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
+    reads = _count_reads(monkeypatch)
     reader = sb.StatsBlocks(Dataset(root))
     assert [b.episodes.tolist() for b in reader] == [[0], [1], [2], [3]]
     assert reads == [[0], [1], [2], [3]]
@@ -673,14 +679,7 @@ def test_stats_blocks_keep_exactly_the_byte_budget(tmp_path, monkeypatch, spare)
     monkeypatch.setattr(sb.StatsBlocks, "BLOCK_ROWS", 1)
     total = sum(b.nbytes for b in sb.StatsBlocks(Dataset(root)))
     monkeypatch.setattr(sb.StatsBlocks, "KEEP_BYTES", total + spare)
-    reads: list[list[int]] = []
-    real = pq.ParquetFile.read_row_groups
-
-    def counting(self, row_groups, *a, **kw):
-        reads.append(list(row_groups))
-        return real(self, row_groups, *a, **kw)
-
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
+    reads = _count_reads(monkeypatch)
     reader = sb.StatsBlocks(Dataset(root), keep=True)
     assert sb.StatsBlocks(Dataset(root)).keep_bytes == 0
     assert reader.keep_bytes == total + spare
