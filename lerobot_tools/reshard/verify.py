@@ -17,10 +17,11 @@ def _compare_content(original: Path, new: Path, batch_rows: int) -> int:
     Raises:
         VerifyError: a value, a column or the row count differs.
     """
+    threads = decode_threads()
     with _open(original) as pa_orig, _open(new) as pa_new, \
-            contextlib.closing(_prefetched(_guarded(pa_orig.iter_batches(batch_size=batch_rows, use_threads=decode_threads()),
+            contextlib.closing(_prefetched(_guarded(pa_orig.iter_batches(batch_size=batch_rows, use_threads=threads),
                                          "the data pages"))) as it_a, \
-            contextlib.closing(_prefetched(_guarded(pa_new.iter_batches(batch_size=batch_rows, use_threads=decode_threads()),
+            contextlib.closing(_prefetched(_guarded(pa_new.iter_batches(batch_size=batch_rows, use_threads=threads),
                                          "the new file back (verification failed)"))) as it_b:
         names = pa_orig.schema_arrow.names
         a = b = None
