@@ -590,20 +590,16 @@ def test_an_episode_of_unknown_length_ends_at_its_to_timestamp(v3, tmp_path):
                  "are read for both episodes")]
 
 
-def test_overlapping_segments(v3, tmp_path):
+@pytest.mark.parametrize("e1,message", [
+    ((1.875, 3.0), "from_timestamp 1.8750 s is frame 15, but the previous episode's frames run to frame 15: 1 frame(s) "
+                   "are read for both episodes"),
+    ((0.0, 2.0), "from_timestamp 0.0000 s is frame 0, but the previous episode's frames run to frame 15: 16 frame(s) "
+                 "are read for both episodes"),
+], ids=["overlapping", "same-segment"])
+def test_segments_overlapping_the_previous_episode(v3, tmp_path, e1, message):
     root = _copy(v3, tmp_path)
-    _segments(root, e1=(1.875, 3.0))
-    assert _seg(_run(root)[0]) == [
-        _f010(1, "from_timestamp 1.8750 s is frame 15, but the previous episode's frames run to frame 15: 1 frame(s) "
-                 "are read for both episodes")]
-
-
-def test_two_episodes_on_the_same_segment(v3, tmp_path):
-    root = _copy(v3, tmp_path)
-    _segments(root, e1=(0.0, 2.0))
-    assert _seg(_run(root)[0]) == [
-        _f010(1, "from_timestamp 0.0000 s is frame 0, but the previous episode's frames run to frame 15: 16 frame(s) "
-                 "are read for both episodes")]
+    _segments(root, e1=e1)
+    assert _seg(_run(root)[0]) == [_f010(1, message)]
 
 
 def test_segments_are_taken_in_file_order(v3, tmp_path):
