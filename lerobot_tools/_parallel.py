@@ -268,7 +268,8 @@ def read_ahead(items: Iterable[T], depth: int = 1, *, name: str = "lrtool-read")
     def work() -> None:
         try:
             for item in items:
-                if not put(item):
+                # a put that succeeds while the consumer drains the queue on close must not pull one item more
+                if not put(item) or stop.is_set():
                     return
             put(done)
         except BaseException as exc:  # handed to the consumer

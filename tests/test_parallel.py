@@ -46,6 +46,28 @@ def test_read_ahead_is_bounded():
     assert seen == list(range(100))
 
 
+@pytest.mark.parametrize("depth", [1, 2])
+def test_read_ahead_pulls_nothing_more_once_closed(depth):
+    """Closing drains the queue so the thread can finish; an item it was blocked on may land in a freed slot, but
+    the thread must not pull another one from the source (a record batch more of a 1 GB file)."""
+    produced: list[int] = []
+
+    def source():
+        i = 0
+        while True:
+            produced.append(i)
+            yield i
+            i += 1
+
+    it = _parallel.read_ahead(source(), depth)
+    assert next(it) == 0
+    time.sleep(0.2)  # the thread fills the queue and blocks on the next item
+    assert len(produced) == 1 + depth + 1
+    it.close()
+    time.sleep(0.1)
+    assert len(produced) == 1 + depth + 1
+
+
 def test_an_error_is_raised_at_its_item_after_the_earlier_results():
     def work(i: int) -> int:
         if i == 7:
