@@ -449,32 +449,36 @@ class Dataset:
             cols = {n: table.column(n).to_pylist() for n in names}
             if "episode_index" not in cols:
                 raise DatasetError("has no episode_index column", rel)
-            keys = self.video_keys
+            absent = [None] * table.num_rows  # one list of Nones for every absent column, not one per row
+
+            def col(name: str) -> list:
+                return cols.get(name, absent)
+
+            tasks_col, length_col = col("tasks"), col("length")
+            chunk_col, file_col = col("data/chunk_index"), col("data/file_index")
+            from_col, to_col = col("dataset_from_index"), col("dataset_to_index")
+            video_cols = [(k, cols[f"videos/{k}/chunk_index"], col(f"videos/{k}/file_index"),
+                           col(f"videos/{k}/from_timestamp"), col(f"videos/{k}/to_timestamp"))
+                          for k in self.video_keys if f"videos/{k}/chunk_index" in cols]
             for i in range(table.num_rows):
                 ep = _int_or_none(cols["episode_index"][i])
                 if ep is None:
                     self.episode_problems.append(f"{rel}: row {i} has no episode_index")
                     continue
-                tasks = cols.get("tasks", [None] * table.num_rows)[i]
-                videos = {}
-                for k in keys:
-                    if f"videos/{k}/chunk_index" in cols:
-                        videos[k] = VideoSegment(
-                            _int_or_none(cols[f"videos/{k}/chunk_index"][i]),
-                            _int_or_none(cols.get(f"videos/{k}/file_index", [None] * table.num_rows)[i]),
-                            _float_or_none(cols.get(f"videos/{k}/from_timestamp", [None] * table.num_rows)[i]),
-                            _float_or_none(cols.get(f"videos/{k}/to_timestamp", [None] * table.num_rows)[i]),
-                        )
+                tasks = tasks_col[i]
+                videos = {k: VideoSegment(_int_or_none(c[i]), _int_or_none(f[i]), _float_or_none(a[i]),
+                                          _float_or_none(b[i]))
+                          for k, c, f, a, b in video_cols}
                 out.append(Episode(
                     episode_index=ep,
-                    length=_int_or_none(cols.get("length", [None] * table.num_rows)[i]),
+                    length=_int_or_none(length_col[i]),
                     tasks=list(tasks) if isinstance(tasks, (list, tuple)) else ([tasks] if isinstance(tasks, str) else []),
                     position=len(out),
                     source=rel,
-                    data_chunk=_int_or_none(cols.get("data/chunk_index", [None] * table.num_rows)[i]),
-                    data_file=_int_or_none(cols.get("data/file_index", [None] * table.num_rows)[i]),
-                    from_index=_int_or_none(cols.get("dataset_from_index", [None] * table.num_rows)[i]),
-                    to_index=_int_or_none(cols.get("dataset_to_index", [None] * table.num_rows)[i]),
+                    data_chunk=_int_or_none(chunk_col[i]),
+                    data_file=_int_or_none(file_col[i]),
+                    from_index=_int_or_none(from_col[i]),
+                    to_index=_int_or_none(to_col[i]),
                     videos=videos,
                 ))
         return out
