@@ -97,18 +97,18 @@ def read_footer(path: Path, rel: str | None = None) -> FooterInfo:
             meta[k.decode("utf-8")] = v.decode("utf-8")
         except UnicodeDecodeError:
             continue
-    # leaf column positions of the top-level integer index columns
-    positions: dict[int, str] = {}
-    pschema = md.schema
-    for i in range(len(pschema)):
-        p = pschema.column(i).path
-        if p in INDEX_COLUMNS:
-            positions[i] = p
+    # Leaf column positions of the top-level integer index columns, named by the first row group's column
+    # chunks. Not from ``md.schema``: the ParquetSchema it makes and the FileMetaData refer to each other, so the
+    # whole parsed footer (~100 MB for 14,000 row groups) would outlive this call until Python's cycle collector
+    # ran.
+    positions: dict[int, str] | None = None
     groups = []
     compression = None
     for r in range(md.num_row_groups):
         rg = md.row_group(r)
         ncols = rg.num_columns
+        if positions is None:
+            positions = {c: p for c in range(ncols) if (p := rg.column(c).path_in_schema) in INDEX_COLUMNS}
         page_index = ncols > 0
         compressed = 0
         minmax = {}
