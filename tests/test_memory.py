@@ -6,13 +6,22 @@ Real parquet files written with pyarrow; resident memory read from ``/proc/self/
 from __future__ import annotations
 
 import gc
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from lerobot_tools import _memory
+from lerobot_tools.checks import engine
+from lerobot_tools.checks.engine import ValidateOptions
 from lerobot_tools.dataset.footers import read_footer
+from lerobot_tools.testing.synth import SynthSpec, build_dataset
+from lerobot_tools.validate import validate
 
+glibc = pytest.mark.skipif(not sys.platform.startswith("linux") or _memory.heap_free_bytes() is None,
+                           reason="glibc >= 2.33 (mallinfo2) only")
 
 
 def _many_row_groups(path: Path, groups: int = 3000, columns: int = 12) -> Path:
@@ -36,6 +45,13 @@ def _cyclic_footers() -> int:
     return found
 
 
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
 def test_read_footer_leaves_no_reference_cycle_holding_the_parsed_footer(tmp_path):
     path = _many_row_groups(tmp_path / "f.parquet", groups=50)
     gc.collect()
@@ -49,3 +65,45 @@ def test_read_footer_leaves_no_reference_cycle_holding_the_parsed_footer(tmp_pat
     md.schema
     del md
     assert _cyclic_footers() == 2
+
+
+@glibc
+def test_release_freed_hands_a_freed_footer_back_to_the_os(tmp_path):
+    path = _many_row_groups(tmp_path / "big.parquet")
+    _memory._libc().malloc_trim(0)  # start from a heap without free pages (not through the function under test)
+    before = _rss_mb()
+    md = pq.read_metadata(path)
+    pin = [bytearray(64) for _ in range(20_000)]  # small objects allocated after the footer: it is not at the top
+    grown = _rss_mb() - before
+    assert grown > 20, f"the footer took only {grown:.1f} MB: the test file is too small to tell"
+    del md
+    assert _memory.heap_free_bytes() > 20 << 20  # freed, but still in the heap
+    resident = _rss_mb()
+    assert _memory.release_freed() is True
+    assert resident - _rss_mb() > grown / 2
+    del pin
+
+
+@glibc
+def test_release_freed_leaves_a_heap_with_little_free_memory_alone():
+    _memory.release_freed(0)
+    assert _memory.release_freed(min_free_bytes=1 << 40) is False
+    assert _memory.release_freed(min_free_bytes=0) is True
+
+
+def test_validate_releases_freed_memory_after_every_family(tmp_path, monkeypatch):
+    root = build_dataset(tmp_path / "ds", SynthSpec(video_codec=None, video_keys=(), episode_lengths=(20, 20)))
+    calls = []
+    ran = []
+    original = engine._families
+
+    def families():
+        return [(letter, lambda ctx, fn=fn, letter=letter: (ran.append(letter), fn(ctx))) for letter, fn in original()]
+
+    monkeypatch.setattr(engine, "_families", families)
+    monkeypatch.setattr(engine, "release_freed", lambda: calls.append(len(ran)))
+    (report,) = validate([str(root)], ValidateOptions(deep=True))
+    assert not [f for f in report.findings if f.severity == "error"]
+    # once after each family, the last included
+    assert calls == list(range(1, len(ran) + 1))
+    assert len(ran) == len(original())
