@@ -84,13 +84,6 @@ def test_release_freed_hands_a_freed_footer_back_to_the_os(tmp_path):
     del pin
 
 
-@glibc
-def test_release_freed_leaves_a_heap_with_little_free_memory_alone():
-    _memory.release_freed(0)
-    assert _memory.release_freed(min_free_bytes=1 << 40) is False
-    assert _memory.release_freed(min_free_bytes=0) is True
-
-
 def test_validate_releases_freed_memory_after_every_family(tmp_path, monkeypatch):
     root = build_dataset(tmp_path / "ds", SynthSpec(video_codec=None, video_keys=(), episode_lengths=(20, 20)))
     calls = []
