@@ -1298,6 +1298,24 @@ def test_facts_of_a_clean_v3_dataset(tmp_path):
     assert _run(root, deep=True, ignore={"G010"}).stats_facts.reader.keep_bytes == 0
 
 
+def test_the_statistics_family_lets_go_of_the_files_it_streamed_unless_deep_looks_them_up(tmp_path, monkeypatch):
+    # the episodes file in 3 row groups read in 3 pieces (BLOCK_ROWS 1): a file read in several pieces stays open
+    # while a block of it may be read again
+    root = _build(tmp_path, "v3.0")
+    pq.write_table(pq.read_table(root / EPS_V3), root / EPS_V3, row_group_size=1)
+    monkeypatch.setattr(StatsBlocks, "BLOCK_ROWS", 1)
+    # nothing looks the statistics up again (no --deep, or --deep without G010): the family lets go of the file
+    # (and its parsed footer) when it ends, not with the context
+    for opts in ({}, {"deep": True, "ignore": {"G010"}}):
+        ctx = _run(root, **opts)
+        assert _found(ctx) == []
+        assert ctx.stats_facts.reader.kind == "parquet" and ctx.stats_facts.reader._files == {}
+    # --deep looks them up: blocks that are not kept are read again from the file, which stays open
+    monkeypatch.setattr(StatsBlocks, "KEEP_BYTES", 0)
+    reader = _run(root, deep=True).stats_facts.reader
+    assert list(reader._files) == [EPS_V3]
+
+
 def test_facts_of_v20_and_v21(tmp_path):
     ctx = _run(_v20(tmp_path / "a"))
     assert ctx.stats_facts.reader is None and ctx.stats_facts.global_source == STATS
