@@ -274,7 +274,8 @@ def test_rank_and_world_come_from_an_initialised_gloo_group(tmp_path, run_ranks)
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     init = f"file://{tmp_path / 'rendezvous'}"
-    run_ranks(lambda r: [script, r, init, tmp_path / f"out{r}.json", json.dumps(LENGTHS)], timeout=120)
+    run_ranks(lambda r: [script, r, init, tmp_path / f"out{r}.json", json.dumps(LENGTHS)], timeout=120,
+              finished=lambda r: (tmp_path / f"out{r}.json").exists())
     got = [json.loads((tmp_path / f"out{r}.json").read_text()) for r in range(2)]
     for r in range(2):
         assert got[r]["none"] == [r, 2]  # both from the group

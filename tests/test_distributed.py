@@ -71,7 +71,8 @@ def test_two_gloo_ranks_split_the_dataset_disjointly_and_completely(tmp_path, ru
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     init = f"file://{tmp_path / 'rendezvous'}"
-    run_ranks(lambda r: [script, r, "2", init, root, tmp_path / "cache", tmp_path / f"out{r}.json"], timeout=180)
+    run_ranks(lambda r: [script, r, "2", init, root, tmp_path / "cache", tmp_path / f"out{r}.json"], timeout=180,
+              finished=lambda r: (tmp_path / f"out{r}.json").exists())
 
     views = [json.loads((tmp_path / f"out{r}.json").read_text()) for r in range(2)]
     assert views[0] == views[1]  # both ranks gathered the same picture

@@ -84,7 +84,8 @@ def test_two_gloo_ranks_share_one_weighted_mixture_disjointly(tmp_path, run_rank
     script.write_text(WORKER)
     init = f"file://{tmp_path / 'rendezvous'}"
     run_ranks(lambda r: [script, r, "2", init, mix, tmp_path / "cache", tmp_path / f"out{r}.json",
-                         json.dumps(WEIGHTED)], timeout=240)
+                         json.dumps(WEIGHTED)], timeout=240,
+              finished=lambda r: (tmp_path / f"out{r}.json").exists())
 
     views = [json.loads((tmp_path / f"out{r}.json").read_text()) for r in range(2)]
     assert views[0] == views[1]
