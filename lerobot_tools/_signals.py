@@ -68,8 +68,10 @@ def check_interrupted() -> None:
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
     """While the block runs, SIGTERM raises :class:`Terminated` and SIGINT :class:`KeyboardInterrupt` in the main
-    thread, and either is remembered (:func:`received`, :func:`check_interrupted`); the previous handlers are
-    restored afterwards. Outside the main thread this does nothing (Python only allows handlers there)."""
+    thread, and either is remembered (:func:`received`, :func:`check_interrupted`) until the block ends; then the
+    previous handlers are restored and the signal forgotten, so that a later call in the same process (after a
+    command run in-process, e.g. by click's CliRunner) is not stopped by it. Outside the main thread this does
+    nothing (Python only allows handlers there)."""
     global _received
     try:
         _received = None
@@ -82,6 +84,7 @@ def sigterm_raises() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        _received = None
 
 
 # ---------------------------------------------------------------------------------------------- workers

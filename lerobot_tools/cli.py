@@ -67,7 +67,7 @@ class LazyGroup(click.Group):
                 except SystemExit:  # commands end with sys.exit(status): the check below must run then too
                     check_interrupted()
                     raise
-            check_interrupted()  # a signal whose exception a finaliser dropped still ends the run as interrupted
+                check_interrupted()  # a signal whose exception a finaliser dropped still ends the run as interrupted
             return result
         except KeyboardInterrupt as exc:  # also _signals.Terminated: every cleanup has run on the way here
             status = exit_status_for(exc)
