@@ -478,6 +478,16 @@ def test_arrow_column_fast_path_and_fallbacks():
     assert c.values.shape == (2, 3, 1, 1) and c.ok.all() and c.values[1].reshape(-1).tolist() == [0.4, 0.5, 0.6]
     c = sb._arrow_column(pa.array([[20], [15]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
     assert c.values.dtype == np.int64 and _col(c) == ([[20], [15]], [True, True], {})
+    # slices (an array's offset, chunks of a table read in pieces): only the rows' own values, at every level
+    cams = pa.array([[[[float(10 * r + i)]] for i in range(3)] for r in range(4)],
+                    type=pa.list_(pa.list_(pa.list_(pa.float64()))))
+    c = sb._arrow_column(pa.chunked_array([cams.slice(1, 2), cams.slice(3, 1)]), "mean", CAM_FEAT)
+    assert c.ok.all() and c.values.reshape(3, 3).tolist() == [[10, 11, 12], [20, 21, 22], [30, 31, 32]]
+    c = sb._arrow_column(cams.slice(2, 2), "mean", CAM_FEAT)
+    assert c.ok.all() and c.values.reshape(2, 3).tolist() == [[20, 21, 22], [30, 31, 32]]
+    fixed = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(8, dtype=np.float64)), 2)
+    assert _col(sb._arrow_column(fixed.slice(1, 2), "max", {"dtype": "float32", "shape": [2]})) == (
+        [[2.0, 3.0], [4.0, 5.0]], [True, True], {})
     # counts of two values in every row: the shape is recorded for each row
     c = sb._arrow_column(pa.array([[20, 20], [15, 15], [3, 3]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
     assert _col(c) == ([[0], [0], [0]], [False, False, False], {0: (2,), 1: (2,), 2: (2,)})

@@ -155,16 +155,21 @@ def _arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
     cur = arr
     fast = cur.null_count == 0
     while fast and (pa.types.is_list(cur.type) or pa.types.is_large_list(cur.type) or pa.types.is_fixed_size_list(cur.type)):
+        # the child values this array's rows cover (``.values`` ignores the array's own offset); not
+        # ``flatten()``, which imports pyarrow.compute (~50 ms) in a default validate that needs nothing else of it
         if pa.types.is_fixed_size_list(cur.type):
             n = cur.type.list_size
+            child = cur.values.slice(cur.offset * n, len(cur) * n)
         else:
-            lengths = np.diff(numpy_values(cur.offsets))
+            offsets = numpy_values(cur.offsets)
+            lengths = np.diff(offsets)
             if len(lengths) == 0 or lengths.min() != lengths.max():
                 fast = False
                 break
             n = int(lengths[0])
+            child = cur.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
         dims.append(n)
-        cur = cur.flatten()
+        cur = child
         fast = cur.null_count == 0
     if fast and (pa.types.is_floating(cur.type) or pa.types.is_integer(cur.type)) and dims:
         shape = tuple(dims)
