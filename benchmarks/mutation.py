@@ -66,6 +66,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "arrow": ("lerobot_tools/_arrow_equal.py", [
         "tests/test_verifiers.py", "-k", "values or eq or nan", "tests/test_bite_reshard_verify.py"]),
     "arrow-numpy": ("lerobot_tools/_arrow_numpy.py", ["tests/test_arrow_numpy.py"]),
+    "memory": ("lerobot_tools/_memory.py", ["tests/test_memory.py"]),
+    "footers": ("lerobot_tools/dataset/footers.py", ["tests/test_memory.py", "tests/test_bite_rowgroups.py",
+                                                     "tests/test_bite_tasks_schema.py", "tests/test_bite_info_counts.py"]),
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
     "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),
