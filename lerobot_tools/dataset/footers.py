@@ -43,7 +43,8 @@ class FooterInfo:
     Attributes:
         num_rows: rows in the file.
         schema: the Arrow schema (``pyarrow.Schema``, with key-value metadata).
-        metadata: key-value metadata decoded to ``str -> str`` (``huggingface``, ``pandas``, ``ARROW:schema``).
+        metadata: the Arrow schema's key-value metadata decoded to ``str -> str`` (``huggingface``, ``pandas``; not
+            ``ARROW:schema``, which pyarrow consumes to rebuild the schema); undecodable entries are left out.
         row_groups: per row group, see :class:`RowGroupInfo`.
         compression: codec of the first column chunk (``SNAPPY``, ``ZSTD``, ``UNCOMPRESSED``...).
         created_by: writer string.
