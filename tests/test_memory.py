@@ -128,3 +128,9 @@ def test_validate_releases_freed_memory_after_every_family(tmp_path, monkeypatch
     # once after each family, the last included
     assert calls == list(range(1, len(ran) + 1))
     assert len(ran) == len(original())
+
+
+def test_without_glibc_only_pyarrows_pool_is_released(monkeypatch):
+    monkeypatch.setattr(_memory, "_LIBC", False)  # what the lookup leaves on macOS or musl
+    assert _memory.release_freed() is False
+    assert _memory.heap_free_bytes() is None
