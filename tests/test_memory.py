@@ -85,7 +85,7 @@ def test_release_freed_hands_a_freed_footer_back_to_the_os(tmp_path):
     _memory._libc().malloc_trim(0)  # start from a heap without free pages (not through the function under test)
     before = _rss_mb()
     md = pq.read_metadata(path)
-    pin = [bytearray(64) for _ in range(20_000)]  # small objects allocated after the footer: it is not at the top
+    pin = [bytearray(1024) for _ in range(20_000)]  # allocated by malloc after the footer: it is not at the top
     grown = _rss_mb() - before
     assert grown > 20, f"the footer took only {grown:.1f} MB: the test file is too small to tell"
     del md
