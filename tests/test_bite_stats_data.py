@@ -537,6 +537,22 @@ def _split_episodes_v3(root: Path) -> pa.Table:
     return t
 
 
+def test_stats_blocks_gather_files_whose_fields_differ_only_in_nullability_and_metadata(tmp_path):
+    # file-001 written with every statistics field declared non-nullable and other schema metadata (as another
+    # writer version may): the same column types, so both files make one block with every value in place
+    root = _v3(tmp_path, lengths=(20, 15, 25, 12, 9))
+    t = pq.read_table(root / EPS_V3)
+    strict = pa.schema([f.with_nullable(not f.name.startswith("stats/")) for f in t.schema],
+                       metadata={b"writer": b"another"})
+    pq.write_table(t.slice(0, 2), root / EPS_V3)
+    pq.write_table(t.slice(2).cast(strict), root / SECOND_EPS)
+    assert not pq.read_schema(root / SECOND_EPS).field("stats/action/mean").nullable
+    blocks = list(sb.StatsBlocks(Dataset(root)))
+    assert [(b.episodes.tolist(), b.spans) for b in blocks] == [([0, 1, 2, 3, 4], ((0, EPS_V3), (2, SECOND_EPS)))]
+    assert blocks[0].features["action"]["mean"].values.tolist() == t.column("stats/action/mean").to_pylist()
+    assert blocks[0].features["action"]["count"].values[:, 0].tolist() == [20, 15, 25, 12, 9]
+
+
 def test_stats_blocks_parquet_stream_and_lookup_across_blocks_and_files(tmp_path, monkeypatch):
     root = _v3(tmp_path, lengths=(20, 15, 25, 12, 9))
     t = _split_episodes_v3(root)

@@ -279,14 +279,16 @@ class StatsBlocks:
         import pyarrow as pa
 
         eps = np.concatenate([numpy_values(t.column("episode_index")).astype(np.int64) for t in tables])
+        # one table over every piece's chunks, no copy (the pieces' types are the same; their metadata and the
+        # nullability of a field may differ between files written by different versions)
+        whole = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
         features: dict[str, dict[str, StatColumn]] = {}
-        for c in tables[0].column_names:
+        for c in whole.column_names:
             split = _split_stats_column(c) if c.startswith("stats/") else None
             if split is None:
                 continue
             feature, stat = split
-            col = pa.chunked_array([ch for t in tables for ch in t.column(c).chunks], type=tables[0].schema.field(c).type)
-            features.setdefault(feature, {})[stat] = _arrow_column(col, stat, self.feats.get(feature))
+            features.setdefault(feature, {})[stat] = _arrow_column(whole.column(c), stat, self.feats.get(feature))
         spans: list[tuple[int, str]] = []
         start = 0
         for (rel, _), t in zip(pieces, tables):
@@ -323,6 +325,7 @@ class StatsBlocks:
         first_row = 0
         key = None
         rows = 0
+        key_schema = schema_key = None  # the last schema seen and its statistics columns
 
         def flush() -> Iterator[StatsBlock]:
             nonlocal pieces, tables, rows
@@ -342,8 +345,11 @@ class StatsBlocks:
                 schema = pf.schema_arrow
                 if "episode_index" not in schema.names:
                     continue  # C007 reports it
-                this_key = tuple((n, str(t)) for n, t in zip(schema.names, schema.types)
-                                 if n == "episode_index" or n.startswith("stats/"))
+                if key_schema is None or not schema.equals(key_schema):  # most files share one schema
+                    key_schema = schema
+                    schema_key = tuple((n, str(t)) for n, t in zip(schema.names, schema.types)
+                                       if n == "episode_index" or n.startswith("stats/"))
+                this_key = schema_key
                 cols = [n for n, _ in this_key if n != "episode_index"]
                 n_chunks = len(self._chunks(rel))
                 for chunk in range(n_chunks):
