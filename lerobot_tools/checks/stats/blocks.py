@@ -278,10 +278,10 @@ class StatsBlocks:
         least one); ``first_row``: the row of the first piece's first episode in its file."""
         import pyarrow as pa
 
-        eps = np.concatenate([numpy_values(t.column("episode_index")).astype(np.int64) for t in tables])
         # one table over every piece's chunks, no copy (the pieces' types are the same; their metadata and the
         # nullability of a field may differ between files written by different versions)
         whole = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
+        eps = numpy_values(whole.column("episode_index")).astype(np.int64)
         features: dict[str, dict[str, StatColumn]] = {}
         for c in whole.column_names:
             split = _split_stats_column(c) if c.startswith("stats/") else None
