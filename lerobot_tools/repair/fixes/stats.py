@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from lerobot_tools._arrow_numpy import numpy_values
 from lerobot_tools.checks.stats import stored as st
 from lerobot_tools.checks.stats.compute import (
     QUANTILE_BINS, Moments, RunningAggregate, compare, episode_stats, float_eps,
@@ -277,7 +278,7 @@ def fix_stats(rc) -> None:
         rows: dict[int, int] = {}
         for batch in pf.iter_batches(batch_size=max(1024, min(65536, (16 * 2**20) // width)),
                                      columns=["episode_index", *names]):
-            ep = batch.column("episode_index").to_numpy(zero_copy_only=False)
+            ep = numpy_values(batch.column("episode_index"))
             mats = {n: _as_matrix(batch.column(n), features[n].dims) for n in names}
             for e in np.unique(ep).tolist():
                 sel = np.flatnonzero(ep == e)
