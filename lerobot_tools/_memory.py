@@ -20,13 +20,6 @@ import ctypes
 import sys
 
 
-class _MallInfo2(ctypes.Structure):
-    # glibc's struct mallinfo2 (malloc.h, glibc >= 2.33): every field a size_t
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
-
-
 _LIBC: object = None  # None: not looked up yet; False: no glibc here
 
 
@@ -39,22 +32,10 @@ def _libc():
                 libc = ctypes.CDLL("libc.so.6")
                 libc.malloc_trim.argtypes = [ctypes.c_size_t]
                 libc.malloc_trim.restype = ctypes.c_int
-                if hasattr(libc, "mallinfo2"):  # glibc >= 2.33
-                    libc.mallinfo2.restype = _MallInfo2
                 _LIBC = libc
             except (OSError, AttributeError):  # musl, or a libc without malloc_trim
                 pass
     return _LIBC
-
-
-def heap_free_bytes() -> int | None:
-    """Bytes of freed memory glibc's malloc holds in its heaps (``mallinfo2().fordblks``; pages already handed back
-    by :func:`release_freed` still count), or None where that cannot be asked (no glibc, or glibc older than
-    2.33). For tests and benchmarks."""
-    libc = _libc()
-    if not libc or not hasattr(libc, "mallinfo2"):
-        return None
-    return int(libc.mallinfo2().fordblks)
 
 
 def release_freed() -> bool:
@@ -62,7 +43,7 @@ def release_freed() -> bool:
     pyarrow's default memory pool when pyarrow is already imported (it is not imported here).
 
     Costs ~0.1 ms when little is free, ~10 ms for a heap holding 100 MB of freed footers in many pieces. It does
-    not first ask how much is free: ``mallinfo2`` walks the same free lists and costs as much as the trim.
+    not first ask how much is free: glibc's ``mallinfo2`` walks the same free lists and costs as much as the trim.
 
     Returns:
         True when glibc's heaps were trimmed (False without glibc).
