@@ -100,6 +100,18 @@ def _target_shape(feat: dict | None, shapes: list[tuple[int, ...]]) -> tuple[int
     return max(counts, key=lambda s: counts[s])
 
 
+def _count_column(arr: np.ndarray) -> StatColumn:
+    """The ``count`` column of a block from its rectangular ``(k, *shape)`` numbers: a row is ``ok`` when its
+    shape is ``(1,)`` and it holds a whole number below 2**63; other rows hold 0 and say why in ``shapes``."""
+    k = len(arr)
+    if arr.shape[1:] != (1,):
+        return StatColumn(np.zeros((k, 1), dtype=np.int64), np.zeros(k, dtype=bool),
+                          {i: arr.shape[1:] for i in range(k)})
+    good = np.isfinite(arr[:, 0]) & (arr[:, 0] == np.round(arr[:, 0])) & (np.abs(arr[:, 0]) < MAX_COUNT)
+    return StatColumn(np.where(good[:, None], arr, 0).astype(np.int64), good,
+                      {int(i): "unreadable" for i in np.flatnonzero(~good)})
+
+
 def column_from_values(values: list[Any], stat: str, feat: dict | None) -> StatColumn:
     """A :class:`StatColumn` from per-row Python values (lists / None); rectangular fast path via numpy."""
     k = len(values)
@@ -112,21 +124,9 @@ def column_from_values(values: list[Any], stat: str, feat: dict | None) -> StatC
     arr = raw.astype(np.float64, copy=False) if raw is not None and raw.dtype.kind in "biuf" else None
     if arr is not None and arr.ndim >= 2 and (
             not accepted_shapes(feat or {}) or stat == "count" or arr.shape[1:] in accepted_shapes(feat or {})):
-        ok = np.ones(k, dtype=bool)
-        shapes: dict[int, Any] = {}
         if stat == "count":
-            flat = arr.reshape(k, -1)
-            good = (np.all(np.isfinite(flat), axis=1) & np.all(flat == np.round(flat), axis=1)
-                    & np.all(np.abs(flat) < MAX_COUNT, axis=1))
-            if arr.shape[1:] != (1,):
-                shapes = {i: arr.shape[1:] for i in range(k)}
-                ok[:] = False
-                return StatColumn(np.zeros((k, 1), dtype=np.int64), ok, shapes)
-            for i in np.flatnonzero(~good):
-                shapes[int(i)] = "unreadable"
-            ok &= good
-            return StatColumn(np.where(good[:, None], arr, 0).astype(np.int64), ok, shapes)
-        return StatColumn(arr, ok, shapes)
+            return _count_column(arr)
+        return StatColumn(arr, np.ones(k, dtype=bool), {})
     per_row = [to_array(v, stat) if v is not None else None for v in values]
     row_shapes = [None if a is None else a.shape for a in per_row]
     target = (1,) if stat == "count" else _target_shape(feat, row_shapes)
@@ -179,13 +179,7 @@ def _arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
             if len(flat) == k * int(np.prod(shape)):
                 vals = flat.reshape((k, *shape))
                 if stat == "count":
-                    if shape != (1,):
-                        return StatColumn(np.zeros((k, 1), dtype=np.int64), np.zeros(k, dtype=bool),
-                                          {i: shape for i in range(k)})
-                    if not (np.all(np.isfinite(vals)) and np.all(vals == np.round(vals))
-                            and np.all(np.abs(vals) < MAX_COUNT)):
-                        return column_from_values(arr.to_pylist(), stat, feat)  # not whole numbers: row by row
-                    return StatColumn(vals.astype(np.int64), np.ones(k, dtype=bool), {})
+                    return _count_column(vals)
                 return StatColumn(vals.astype(np.float64), np.ones(k, dtype=bool), {})
     return column_from_values(arr.to_pylist(), stat, feat)
 
