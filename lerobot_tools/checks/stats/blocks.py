@@ -16,13 +16,13 @@ import numpy as np
 from lerobot_tools._arrow_numpy import numpy_values
 from lerobot_tools.checks.stats.stored import (
     BASE_STATS,
-    MAX_COUNT,
     MAX_JSONL_LINE_BYTES,
     NOT_AN_OBJECT,
     EpisodeStatsReader,
     _stats_jsonl_lines,
     accepted_shapes,
     to_array,
+    whole_counts,
 )
 from lerobot_tools.dataset.model import V2_EPISODES_STATS_PATH, Dataset
 from lerobot_tools.errors import one_line
@@ -107,7 +107,7 @@ def _count_column(arr: np.ndarray) -> StatColumn:
     if arr.shape[1:] != (1,):
         return StatColumn(np.zeros((k, 1), dtype=np.int64), np.zeros(k, dtype=bool),
                           {i: arr.shape[1:] for i in range(k)})
-    good = np.isfinite(arr[:, 0]) & (arr[:, 0] == np.round(arr[:, 0])) & (np.abs(arr[:, 0]) < MAX_COUNT)
+    good = whole_counts(arr[:, 0])
     return StatColumn(np.where(good[:, None], arr, 0).astype(np.int64), good,
                       {int(i): "unreadable" for i in np.flatnonzero(~good)})
 

@@ -50,6 +50,13 @@ MAX_COUNT = 2.0**63
 MAX_STATS_JSON_BYTES = 256 * 2**20
 MAX_JSONL_LINE_BYTES = 64 * 2**20
 
+
+def whole_counts(a: np.ndarray) -> np.ndarray:
+    """Elementwise: the value can be a stored ``count`` (finite, a whole number, below :data:`MAX_COUNT` in absolute
+    value). ``a``: any shape of numbers; returns a bool array of the same shape."""
+    return np.isfinite(a) & (a == np.round(a)) & (np.abs(a) < MAX_COUNT)
+
+
 #: ``{stat: array}`` of one feature (float64; ``count`` int64)
 FeatureStats = dict[str, np.ndarray]
 
@@ -119,7 +126,7 @@ def to_array(value: Any, stat: str) -> np.ndarray | None:
     except (TypeError, ValueError):
         return None
     if stat == "count":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)) or np.any(np.abs(arr) >= MAX_COUNT):
+        if not np.all(whole_counts(arr)):
             return None
         return arr.astype(np.int64)
     return arr
