@@ -32,6 +32,9 @@ LRTOOL_DIR = ".lrtool"
 LOCK_NAME = "lock"
 DEFAULT_LOCK_TIMEOUT_S = 60.0
 """How long a second writer waits for the dataset lock by default (seconds)."""
+_QUIET_S = 0.5
+"""How long a shared holder waits before saying so (seconds): a sibling task leaving holds the lock exclusively
+for an instant, which is not another run writing."""
 
 
 class DatasetLocked(LrtoolError):
@@ -147,7 +150,9 @@ def shared_dataset_lock(root: str | os.PathLike, *, timeout: float = DEFAULT_LOC
     they wait while an exclusive holder writes. It is ``flock(LOCK_SH)`` on the same lock file
     :func:`dataset_lock` uses (``filelock`` takes ``flock(LOCK_EX)``). An exclusive holder unlinks the file when
     it releases, so a lock won on an unlinked file is retried on the new one. The last shared holder to leave
-    removes the lock file (and an empty ``.lrtool/``) when it can take it exclusively without waiting.
+    removes the lock file (and an empty ``.lrtool/``) when it can take it exclusively without waiting; a sibling
+    that meets that instant waits silently (a waiter says on stderr what it waits for after :data:`_QUIET_S`),
+    and one whose ``.lrtool/`` that holder just removed makes it again.
 
     Raises:
         DatasetLocked: an exclusive holder still holds the lock after ``timeout`` seconds.
@@ -157,11 +162,20 @@ def shared_dataset_lock(root: str | os.PathLike, *, timeout: float = DEFAULT_LOC
 
     root = Path(root)
     path, in_dataset = _lock_path(root)
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     told = False
+    vanished = 0
     while True:
         _prepare_dir(path, in_dataset, root)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            # the last holder out removed the empty .lrtool/ just after _prepare_dir made it: make it again
+            vanished += 1
+            if vanished < 1000:
+                continue
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -170,7 +184,8 @@ def shared_dataset_lock(root: str | os.PathLike, *, timeout: float = DEFAULT_LOC
                 raise DatasetLocked(f"another lrtool run is writing this dataset (lock {path} held); gave up after "
                                     f"{timeout:g} s: run again when it has finished, or raise --lock-timeout",
                                     root) from None
-            if not told and timeout > 0:
+            # a sibling task leaving takes the lock exclusively for an instant (below): say nothing for that
+            if not told and timeout > 0 and time.monotonic() - start >= _QUIET_S:
                 until = time.strftime("%H:%M:%S", time.localtime(time.time() + timeout))
                 print(f"lrtool: {root}: another lrtool run is writing this dataset; waiting for it to finish before "
                       f"{what} (until {until}, --lock-timeout {timeout:g} s)", file=sys.stderr, flush=True)

@@ -180,3 +180,77 @@ def test_a_split_reshard_is_locked_out_by_another_writer(tmp_path):
     doc = json.loads(r.stdout)["datasets"][0]
     assert "another lrtool run is writing this dataset" in (doc["error"] or "")
     assert {p: p.read_bytes() for p in data} == before  # nothing written
+
+
+def test_a_task_whose_lock_folder_vanished_under_it_makes_it_again(tmp_path, monkeypatch):
+    """The last task out removes the empty ``.lrtool/`` after a sibling made it and before the sibling opened the
+    lock file in it: the sibling makes the folder again instead of failing (a task of a CI run did)."""
+    from lerobot_tools import _lock
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    real, calls = _lock._prepare_dir, []
+
+    def prepare_then_vanish(path, in_dataset, root_):
+        ok = real(path, in_dataset, root_)
+        calls.append(path)
+        if len(calls) == 2:  # the first is finding the lock's place, the second is just before opening it
+            path.parent.rmdir()  # what the last holder's release does, at the worst moment
+        return ok
+
+    monkeypatch.setattr(_lock, "_prepare_dir", prepare_then_vanish)
+    with _lock.shared_dataset_lock(root, timeout=0) as path:
+        assert path.exists() and len(calls) >= 3
+    assert not (root / ".lrtool").exists()
+
+
+_TAKE_SHARED = """
+import sys
+from lerobot_tools._lock import shared_dataset_lock
+for _ in range(int(sys.argv[2])):
+    with shared_dataset_lock(sys.argv[1], timeout=60):
+        pass
+"""
+
+
+def test_tasks_taking_and_leaving_the_shared_lock_at_once_never_fail(tmp_path):
+    """Three real processes take and release one dataset's shared lock in a tight loop, as the tasks of a
+    reshard run over datasets that already conform do: every take succeeds and no trace is left."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", _TAKE_SHARED, str(root), "1000"], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+    assert not (root / ".lrtool").exists()
+
+
+@pytest.mark.parametrize("held_s, told", [(0.2, False), (1.5, True)])
+def test_a_shared_holder_says_it_waits_only_past_a_sibling_leaving(tmp_path, capsys, held_s, told):
+    """A task leaving holds the lock exclusively for an instant; a sibling that meets that waits without saying
+    another run is writing. An exclusive holder for longer than the quiet time is reported."""
+    import fcntl
+    import os
+    import threading
+    import time
+
+    from lerobot_tools import _lock
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    (root / ".lrtool").mkdir()
+    fd = os.open(root / ".lrtool" / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    t = threading.Timer(held_s, lambda: fcntl.flock(fd, fcntl.LOCK_UN))
+    t.start()
+    began = time.monotonic()
+    with _lock.shared_dataset_lock(root, timeout=30):
+        waited = time.monotonic() - began
+    t.join()
+    os.close(fd)
+    assert waited >= held_s - 0.05
+    assert ("another lrtool run is writing this dataset" in capsys.readouterr().err) is told
