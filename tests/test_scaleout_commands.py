@@ -252,5 +252,9 @@ def test_a_shared_holder_says_it_waits_only_past_a_sibling_leaving(tmp_path, cap
         waited = time.monotonic() - began
     t.join()
     os.close(fd)
+    said = "another lrtool run is writing this dataset" in capsys.readouterr().err
     assert waited >= held_s - 0.05
-    assert ("another lrtool run is writing this dataset" in capsys.readouterr().err) is told
+    if told:
+        assert said
+    elif waited < _lock._QUIET_S:  # (a loaded machine may stretch the short hold past the quiet time)
+        assert not said  # a sibling leaving: nothing on stderr
