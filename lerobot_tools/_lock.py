@@ -156,7 +156,8 @@ def shared_dataset_lock(root: str | os.PathLike, *, timeout: float = DEFAULT_LOC
 
     Raises:
         DatasetLocked: an exclusive holder still holds the lock after ``timeout`` seconds.
-        LrtoolError: as :func:`dataset_lock`.
+        LrtoolError: as :func:`dataset_lock`; or the lock's folder vanished 1,000 times in a row before the lock
+            file could be created in it.
     """
     import fcntl
 
@@ -175,7 +176,8 @@ def shared_dataset_lock(root: str | os.PathLike, *, timeout: float = DEFAULT_LOC
             vanished += 1
             if vanished < 1000:
                 continue
-            raise
+            raise LrtoolError(f"the lock file's folder {path.parent} disappeared 1000 times in a row while lrtool "
+                              "tried to create the lock in it", root) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -204,6 +204,29 @@ def test_a_task_whose_lock_folder_vanished_under_it_makes_it_again(tmp_path, mon
     assert not (root / ".lrtool").exists()
 
 
+def test_a_lock_folder_that_keeps_vanishing_is_one_error_not_a_loop(tmp_path, monkeypatch):
+    from lerobot_tools import _lock
+    from lerobot_tools.errors import LrtoolError
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    real, calls = _lock._prepare_dir, []
+
+    def prepare_then_vanish(path, in_dataset, root_):
+        ok = real(path, in_dataset, root_)
+        calls.append(path)
+        if len(calls) >= 2:
+            path.parent.rmdir()
+        return ok
+
+    monkeypatch.setattr(_lock, "_prepare_dir", prepare_then_vanish)
+    with pytest.raises(LrtoolError) as exc:
+        with _lock.shared_dataset_lock(root, timeout=0):
+            pass
+    assert str(exc.value).startswith(f"{root}: the lock file's folder {root / '.lrtool'} disappeared 1000 times")
+    assert len(calls) == 1001
+
+
 _TAKE_SHARED = """
 import sys
 from lerobot_tools._lock import shared_dataset_lock
