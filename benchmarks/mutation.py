@@ -74,6 +74,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                                                      "tests/test_bite_rowgroups.py", "tests/test_bite_tasks_schema.py"]),
     "templates": ("lerobot_tools/dataset/templates.py", ["tests/test_templates.py", *CHECK_TESTS,
                                                           "tests/test_containment.py", "tests/test_bounded.py"]),
+    "safeout": ("lerobot_tools/_safeout.py", ["tests/test_safeout.py", "tests/test_output_hygiene.py"]),
     "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
     "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),
