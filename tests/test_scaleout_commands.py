@@ -182,6 +182,25 @@ def test_a_split_reshard_is_locked_out_by_another_writer(tmp_path):
     assert {p: p.read_bytes() for p in data} == before  # nothing written
 
 
+def _vanish_lock_folder(monkeypatch, vanish) -> list:
+    """Make the lock's ``_prepare_dir`` remove the folder it just made on the calls ``vanish(n)`` picks (n counts
+    from 1; the first call finds the lock's place, the next ones come just before the lock file is opened), as
+    the last holder's release does at the worst moment. Returns the list of calls."""
+    from lerobot_tools import _lock
+
+    real, calls = _lock._prepare_dir, []
+
+    def prepare_then_vanish(path, in_dataset, root_):
+        ok = real(path, in_dataset, root_)
+        calls.append(path)
+        if vanish(len(calls)):
+            path.parent.rmdir()
+        return ok
+
+    monkeypatch.setattr(_lock, "_prepare_dir", prepare_then_vanish)
+    return calls
+
+
 def test_a_task_whose_lock_folder_vanished_under_it_makes_it_again(tmp_path, monkeypatch):
     """The last task out removes the empty ``.lrtool/`` after a sibling made it and before the sibling opened the
     lock file in it: the sibling makes the folder again instead of failing (a task of a CI run did)."""
@@ -189,16 +208,7 @@ def test_a_task_whose_lock_folder_vanished_under_it_makes_it_again(tmp_path, mon
 
     root = tmp_path / "ds"
     root.mkdir()
-    real, calls = _lock._prepare_dir, []
-
-    def prepare_then_vanish(path, in_dataset, root_):
-        ok = real(path, in_dataset, root_)
-        calls.append(path)
-        if len(calls) == 2:  # the first is finding the lock's place, the second is just before opening it
-            path.parent.rmdir()  # what the last holder's release does, at the worst moment
-        return ok
-
-    monkeypatch.setattr(_lock, "_prepare_dir", prepare_then_vanish)
+    calls = _vanish_lock_folder(monkeypatch, lambda n: n == 2)
     with _lock.shared_dataset_lock(root, timeout=0) as path:
         assert path.exists() and len(calls) >= 3
     assert not (root / ".lrtool").exists()
@@ -210,16 +220,7 @@ def test_a_lock_folder_that_keeps_vanishing_is_one_error_not_a_loop(tmp_path, mo
 
     root = tmp_path / "ds"
     root.mkdir()
-    real, calls = _lock._prepare_dir, []
-
-    def prepare_then_vanish(path, in_dataset, root_):
-        ok = real(path, in_dataset, root_)
-        calls.append(path)
-        if len(calls) >= 2:
-            path.parent.rmdir()
-        return ok
-
-    monkeypatch.setattr(_lock, "_prepare_dir", prepare_then_vanish)
+    calls = _vanish_lock_folder(monkeypatch, lambda n: n >= 2)
     with pytest.raises(LrtoolError) as exc:
         with _lock.shared_dataset_lock(root, timeout=0):
             pass
