@@ -25,6 +25,13 @@ class LrtoolError(Exception):
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
 
+    def within(self, root: str | Path | None) -> str:
+        """The one line for a report that already names the folder ``root`` (a dataset's heading): ``str(self)``
+        without ``root`` in front when it is the path concerned; a file inside it keeps its path."""
+        if self.path is not None and root is not None and Path(self.path) == Path(root):
+            return self.message
+        return str(self)
+
 
 class UsageError(LrtoolError):
     """The tool cannot run with these arguments (exit status 2): bad option, unreadable mixture file."""

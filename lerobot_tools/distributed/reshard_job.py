@@ -115,7 +115,7 @@ class ReshardJob:
         from lerobot_tools import _io
         from lerobot_tools.errors import LrtoolError
         from lerobot_tools.reshard.model import DatasetResult
-        from lerobot_tools.reshard.run import dataset_error, prepare_dataset
+        from lerobot_tools.reshard.run import prepare_dataset
 
         target = target_from_dict(spec["targets"][index])
         options = _options(spec)
@@ -128,7 +128,8 @@ class ReshardJob:
                     strays = [t for t in _io.clean_stale_temps(root, dry_run=True) if _owner(t, files) is None]
                     removed = _remove_temps(root, strays, options.dry_run)
         except LrtoolError as exc:  # locked by another run: the dataset fails, as in one process
-            dres = DatasetResult(target=target.spec, root=str(target.root) if target.root else None, error=dataset_error(exc, target.root))
+            dres = DatasetResult(target=target.spec, root=str(target.root) if target.root else None,
+                                 error=exc.within(target.root))
             return {"dataset": asdict(dres), "files": [], "removed": []}
         return {"dataset": asdict(dres), "files": [rel for _, rel, _ in files], "removed": removed}
 

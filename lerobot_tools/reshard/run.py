@@ -81,7 +81,7 @@ def prepare_dataset(target, options: ReshardOptions, locks: contextlib.ExitStack
             ": the episodes of the data files are unknown, nothing is resharded"
         return dres, []
     except LrtoolError as exc:
-        dres.error = dataset_error(exc, target.root)
+        dres.error = exc.within(target.root)  # the lock's errors name the root
         return dres, []
     if not files:
         dres.error = "the episode metadata references no data files"
@@ -90,14 +90,6 @@ def prepare_dataset(target, options: ReshardOptions, locks: contextlib.ExitStack
         dres.removed_temps = sorted(str(p.relative_to(root))
                                     for p in _io.clean_stale_temps(root, dry_run=options.dry_run))
     return dres, files
-
-
-def dataset_error(exc: LrtoolError, root) -> str:
-    """The one-line problem of a dataset that cannot be resharded, for a report that already names the dataset:
-    without the dataset's own folder in front (the lock's errors carry it), with any file inside it."""
-    if exc.path is not None and root is not None and Path(exc.path) == Path(root):
-        return exc.message
-    return str(exc)
 
 
 def reshard_resolved(targets: list, options: ReshardOptions | None = None, *, jobs: int = 1,
