@@ -21,7 +21,7 @@ def row_group_defects(footer, row_group_mb: float) -> dict[str, int]:
     """
     spans = oversize = no_index = 0
     for rg in footer.row_groups:
-        mm = rg.minmax.get("episode_index")
+        mm = rg.minmax_of("episode_index")
         if mm is not None and mm[0] != mm[1]:
             spans += 1
         if rg.uncompressed_bytes > 2 * row_group_mb * MB:
@@ -45,7 +45,7 @@ def run(ctx: CheckContext) -> None:
     for rel, footer in ctx.footers.items():
         total_groups += len(footer.row_groups)
         d = row_group_defects(footer, limit)
-        if "episode_index" in footer.schema.names and any("episode_index" not in rg.minmax for rg in footer.row_groups):
+        if "episode_index" in footer.schema.names and any(rg.minmax_of("episode_index") is None for rg in footer.row_groups):
             no_stats += 1
         if d["spans"]:
             n = len(footer.row_groups)

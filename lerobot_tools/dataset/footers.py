@@ -7,7 +7,7 @@ reads more than this from a data file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,6 @@ from lerobot_tools.errors import DatasetError, one_line
 INDEX_COLUMNS = ("episode_index", "task_index", "index", "frame_index")
 
 
-@dataclass
 class RowGroupInfo:
     """One row group, from the footer.
 
@@ -26,14 +25,43 @@ class RowGroupInfo:
         uncompressed_bytes: ``total_byte_size`` (uncompressed, bytes), what a reader materialises.
         compressed_bytes: sum of the column chunks' compressed sizes (bytes on disk).
         page_index: every column chunk has both a column index and an offset index.
-        minmax: ``column -> (min, max)`` for the :data:`INDEX_COLUMNS` that have statistics.
+        minmax: ``column -> (min, max)`` for the :data:`INDEX_COLUMNS` that have statistics (a new dict on each
+            access; kept as one flat tuple: a 1 GB v3.0 file has 14,000 row groups, and their dicts took ~6 MB for
+            the whole run).
     """
 
-    num_rows: int
-    uncompressed_bytes: int
-    compressed_bytes: int
-    page_index: bool
-    minmax: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    __slots__ = ("num_rows", "uncompressed_bytes", "compressed_bytes", "page_index", "_minmax")
+
+    def __init__(self, num_rows: int, uncompressed_bytes: int, compressed_bytes: int, page_index: bool,
+                 minmax: dict[str, tuple[Any, Any]] | None = None):
+        self.num_rows = num_rows
+        self.uncompressed_bytes = uncompressed_bytes
+        self.compressed_bytes = compressed_bytes
+        self.page_index = page_index
+        self._minmax = tuple(x for name, (lo, hi) in (minmax or {}).items() for x in (name, lo, hi))
+
+    @property
+    def minmax(self) -> dict[str, tuple[Any, Any]]:
+        flat = self._minmax
+        return {flat[i]: (flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)}
+
+    def minmax_of(self, column: str) -> tuple[Any, Any] | None:
+        """``minmax.get(column)`` without building the dict."""
+        flat = self._minmax
+        for i in range(0, len(flat), 3):
+            if flat[i] == column:
+                return flat[i + 1], flat[i + 2]
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RowGroupInfo):
+            return NotImplemented
+        return (self.num_rows, self.uncompressed_bytes, self.compressed_bytes, self.page_index, self.minmax) == \
+            (other.num_rows, other.uncompressed_bytes, other.compressed_bytes, other.page_index, other.minmax)
+
+    def __repr__(self) -> str:
+        return (f"RowGroupInfo(num_rows={self.num_rows}, uncompressed_bytes={self.uncompressed_bytes}, "
+                f"compressed_bytes={self.compressed_bytes}, page_index={self.page_index}, minmax={self.minmax})")
 
 
 @dataclass
@@ -61,7 +89,7 @@ class FooterInfo:
         """``(min, max)`` of an index column over the whole file, or None when any row group lacks statistics."""
         lo = hi = None
         for rg in self.row_groups:
-            mm = rg.minmax.get(column)
+            mm = rg.minmax_of(column)
             if mm is None:
                 if rg.num_rows == 0:
                     continue

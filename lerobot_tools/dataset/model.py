@@ -94,7 +94,7 @@ class VideoSegment:
     to_timestamp: float | None
 
 
-@dataclass
+@dataclass(slots=True)  # one per episode: 14,000 and more, kept through the whole run
 class Episode:
     """One row of the episode metadata.
 

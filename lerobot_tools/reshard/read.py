@@ -84,8 +84,8 @@ def file_conformance(footer, options: ReshardOptions) -> list[str]:
     n = len(groups)
     if "episode_index" not in footer.schema.names:
         return ["no episode_index column"]
-    spans = sum(1 for rg in groups if (mm := rg.minmax.get("episode_index")) is not None and mm[0] != mm[1])
-    no_stats = sum(1 for rg in groups if rg.num_rows and "episode_index" not in rg.minmax)
+    spans = sum(1 for rg in groups if (mm := rg.minmax_of("episode_index")) is not None and mm[0] != mm[1])
+    no_stats = sum(1 for rg in groups if rg.num_rows and rg.minmax_of("episode_index") is None)
     if spans:
         reasons.append(f"{spans} of {n} row group(s) span several episodes")
     if no_stats:
