@@ -41,3 +41,45 @@ def numpy_values(arr: Any) -> Any:
         out.flags.writeable = False  # Arrow data is immutable (the buffer protocol would allow writes)
         return out
     return arr.to_numpy(zero_copy_only=False)
+
+
+def list_lengths(arr: Any) -> Any:
+    """The row lengths of a list, large-list or fixed-size-list Arrow array without nulls, from its offsets
+    (``pyarrow.compute.list_value_length`` would import pyarrow.compute, ~9 MB and ~50 ms, for this alone).
+
+    Returns:
+        ``(len(arr),)`` int64 numpy array, or None when ``arr`` has nulls or is not of a list type.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    t = arr.type
+    if arr.null_count:
+        return None
+    if pa.types.is_fixed_size_list(t):
+        return np.full(len(arr), t.list_size, dtype=np.int64)
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        return None
+    return np.diff(numpy_values(arr.offsets)).astype(np.int64, copy=False)
+
+
+def list_values(arr: Any) -> Any:
+    """The child values the rows of a list, large-list or fixed-size-list Arrow array cover, in row order: what
+    ``arr.flatten()`` returns for an array without nulls, without importing pyarrow.compute (``.values`` alone
+    ignores the array's own offset into its child).
+
+    Raises:
+        TypeError: ``arr`` is not of a list type.
+    """
+    import pyarrow as pa
+
+    t = arr.type
+    if pa.types.is_fixed_size_list(t):
+        n = t.list_size
+        return arr.values.slice(arr.offset * n, len(arr) * n)
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        raise TypeError(f"not a list array: {t}")
+    if len(arr) == 0:
+        return arr.values.slice(0, 0)
+    offsets = numpy_values(arr.offsets)
+    return arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))

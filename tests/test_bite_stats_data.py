@@ -1312,7 +1312,7 @@ def test_numeric_columns_and_batch_rows(tmp_path):
                     "task_index": (1, np.dtype(np.int64)), "flag": (1, np.dtype(np.bool_)),
                     "half": (2, np.dtype(np.float16))}
     # 6 float32 + 6 float64 + float32 + 4 int64 + bool + 2 float16 = 24 + 48 + 4 + 32 + 1 + 4 = 113 bytes a row
-    assert sd.batch_rows_for(schema, cols, 100_000) == 8 * 2**20 // 113
+    assert sd.batch_rows_for(schema, cols, 100_000) == 4 * 2**20 // 113
     assert sd.batch_rows_for(schema, cols, 5000) == 5000
     assert sd.batch_rows_for(schema, {"action": (100_000, np.dtype(np.float64))}, 65_536) == 1024
     assert sd.batch_rows_for(schema, {"nowhere": (6, np.dtype(np.float64))}, 777) == 777

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lerobot_tools._arrow_numpy import numpy_values
+from lerobot_tools._arrow_numpy import list_lengths, list_values, numpy_values
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.stats import blocks as sb
 from lerobot_tools.checks.stats import stored as st
@@ -31,7 +31,7 @@ from lerobot_tools.checks.stats.compute import (
 )
 
 #: decoded bytes per record batch the deep pass aims for when it reads numeric columns
-BATCH_BYTES = 8 * 2**20
+BATCH_BYTES = 4 * 2**20
 #: stored quantiles are verified on every k-th episode (metadata order), k chosen so that at most this many
 #: values are compared (each against 10 thresholds); min/max/mean/std are always verified on every episode
 QUANTILE_BUDGET_VALUES = 4 * 2**20
@@ -188,14 +188,14 @@ def quantile_request(blocks: "sb.StatsBlocks | None", columns: dict[str, tuple[i
                 continue
             if not (cols["min"].ok[i] and cols["max"].ok[i]) or cols["min"].values[i].size != dims:
                 continue
-            qs = [q for q in st.QUANTILES if q in cols and cols[q].ok[i] and cols[q].values[i].size == dims]
+            qs = [q for q in st.QUANTILES if q in cols and cols[q].ok[i] and cols[q].row(i).size == dims]
             if not qs:
                 continue
             lo_s = cols["min"].values[i].reshape(-1)
             hi_s = cols["max"].values[i].reshape(-1)
             scale = np.maximum(np.abs(lo_s), np.abs(hi_s))
             w = np.abs(hi_s - lo_s) / QUANTILE_BINS * 1.01 + float_eps(dt) * scale + 1e-12
-            vals = np.stack([cols[q].values[i].reshape(-1) for q in qs])
+            vals = np.stack([cols[q].row(i).reshape(-1) for q in qs])
             out[f"{e}/{name}"] = (qs, (vals - w).tolist(), (vals + w).tolist())
     return out
 
@@ -229,6 +229,8 @@ class StatsComparison:
         values = sum(lengths.values()) * sum(d for d, _ in columns.values())
         self.quantile_every = max(1, -(-values // QUANTILE_BUDGET_VALUES))
         self.sampled = set(order[::self.quantile_every])
+        if blocks is not None:
+            blocks.keep_quantiles_of(self.sampled)  # the other episodes' quantiles are never read again
         self.episodes_total = len(order)
         self.results: list[EpisodeResult] = []
         self.totals: dict[str, Moments] = {}
@@ -316,7 +318,7 @@ class StatsComparison:
             e = int(eps[j])
             block, r = found[e]
             cols = block.features[name]
-            entry = {s: c.values[r] for s, c in cols.items() if c.ok[r]}
+            entry = {s: c.row(r) for s, c in cols.items() if c.ok[r]}
             m = Moments(int(cnt[j]), mean[j], m2[j], mn[j], mx[j])
             q = fs.quantiles.get(f"{e}/{name}")
             ranks = None
@@ -377,18 +379,16 @@ def _as_matrix(col, dims: int) -> np.ndarray | None:
     """A record-batch column as an ``(n, dims)`` numpy array (float32 kept, others as stored), or None when its
     rows do not all hold ``dims`` values (D005 / S004 report that)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     t = col.type
     n = len(col)
     if pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
         if col.null_count:
             return None
-        if not pa.types.is_fixed_size_list(t):
-            lengths = numpy_values(pc.list_value_length(col))
-            if len(lengths) and (lengths.min() != dims or lengths.max() != dims):
-                return None
-        values = col.flatten()
+        lengths = list_lengths(col)
+        if lengths is None or (len(lengths) and (lengths.min() != dims or lengths.max() != dims)):
+            return None
+        values = list_values(col)
         if values.null_count or len(values) != n * dims or not (pa.types.is_integer(values.type) or
                                                                  pa.types.is_floating(values.type) or
                                                                  pa.types.is_boolean(values.type)):
