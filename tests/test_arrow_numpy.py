@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lerobot_tools._arrow_numpy import numpy_values
+from lerobot_tools._arrow_numpy import list_lengths, list_values, numpy_values
 
 
 def _child_env() -> dict:
@@ -92,3 +92,47 @@ def test_reshard_does_not_import_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe, "reshard", str(tmp_path / "ds"), "--no-progress"],
                          capture_output=True, text=True, check=True, env=_child_env()).stdout
     assert "2 resharded" in out and out.strip().endswith("EXIT 0\nPANDAS False"), out
+
+
+# ------------------------------------------------------------------ list_lengths / list_values
+LIST_TYPES = [pa.list_(pa.float32()), pa.large_list(pa.float32()), pa.list_(pa.float32(), 3)]
+
+
+@pytest.mark.parametrize("typ", LIST_TYPES, ids=str)
+def test_list_lengths_and_values_match_pyarrow_compute_on_whole_and_sliced_arrays(typ):
+    import pyarrow.compute as pc
+
+    fixed = pa.types.is_fixed_size_list(typ)
+    rows = [[float(i), i + 0.5, -i] if fixed else [float(i)] * (i % 4) for i in range(11)]
+    arr = pa.array(rows, type=typ)
+    for part in (arr, arr.slice(3, 5), arr.slice(10, 1), arr.slice(4, 0)):
+        lengths = list_lengths(part)
+        assert lengths.dtype == np.int64
+        assert lengths.tolist() == pc.list_value_length(part).to_pylist()
+        values = list_values(part)
+        assert values.equals(pc.list_flatten(part)), part.offset  # honours the slice's offset into the child
+        assert values.type == pa.float32()
+
+
+@pytest.mark.parametrize("typ", LIST_TYPES, ids=str)
+def test_list_lengths_is_none_for_nulls_and_for_other_types(typ):
+    fixed = pa.types.is_fixed_size_list(typ)
+    arr = pa.array([[1.0, 2.0, 3.0], None, [4.0, 5.0, 6.0] if fixed else [4.0]], type=typ)
+    assert list_lengths(arr) is None  # a null row has no length (offsets would say 0)
+    assert list_lengths(arr.slice(2, 1)).tolist() == [3 if fixed else 1]  # the null is outside the slice
+    assert list_lengths(pa.array([1.0, 2.0])) is None
+    assert list_lengths(pa.array(["a"])) is None
+    with pytest.raises(TypeError, match="not a list array"):
+        list_values(pa.array([1, 2]))
+
+
+def test_validate_deep_of_list_columns_does_not_import_pyarrow_compute(tmp_path):
+    from lerobot_tools.testing.synth import SynthSpec, build_dataset
+
+    root = build_dataset(tmp_path / "ds", SynthSpec(episode_lengths=[30, 20], video_codec=None, video_keys=()))
+    code = ("import sys\nfrom lerobot_tools.cli import main\n"
+            f"sys.argv = ['lrtool', 'validate', '--deep', {str(root)!r}]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, 'pyarrow.compute' in sys.modules, 'pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), timeout=120)
+    assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout + out.stderr

@@ -431,6 +431,26 @@ def test_d005_counts_the_rows_of_a_variable_length_list_column_in_each_file(tmp_
     assert _deep(_report(root, stats=True)) == expected
 
 
+def test_d005_counts_null_list_rows_as_wrong_with_and_without_statistics(tmp_path):
+    root = _build(tmp_path)
+    # a null row has no length: the lengths come from pyarrow.compute then (the offsets alone would say 0 values),
+    # and the row counts as one of the wrong length; with G010 the column's statistics are not recomputed
+
+    def null_rows(values):
+        values[3] = None
+        values[20] = None
+        return values
+
+    _edit(root, D0, types={"action": VAR_LIST}, action=null_rows)
+    expected = [("D005", "error", D0, "column 'action': 2 row(s) do not have the declared length", 1, None,
+                 {"feature": "action"})]
+    got = [(c, sev, p, m, n, None, subj) for c, sev, p, m, n, _, subj in _deep(_report(root))]
+    assert got == expected
+    r = _report(root, stats=True)
+    assert [(f.check, f.path) for f in r.findings if f.check in ("D005", "G010")] == [("D005", D0)]
+    assert ("G010 for action", "rows do not all hold the declared number of values (D005/S004)") in _notes(r)
+
+
 def test_a_feature_with_rows_of_the_wrong_length_in_one_file_gets_no_global_g010(tmp_path):
     root = _build(tmp_path)
     # one short row of action in file-000 only: its statistics are not recomputed anywhere (D005 is the cause);

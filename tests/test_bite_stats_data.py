@@ -1428,6 +1428,34 @@ def test_quantile_request_thresholds_one_bin_around_each_stored_quantile(tmp_pat
     assert sd.quantile_request(blocks, {"action": (5, np.dtype(np.float32))}, [1], {1}, set()) == {}
 
 
+def test_kept_blocks_keep_the_quantiles_of_the_sampled_episodes_only(tmp_path):
+    root = _v3(tmp_path)
+    blocks = sb.StatsBlocks(Dataset(root), keep=True)
+    list(blocks)
+    columns = {"action": (6, np.dtype(np.float32)), "observation.state": (6, np.dtype(np.float32)),
+               "frame_index": (1, np.dtype(np.int64))}
+    eps = [0, 1, 2, 3]
+    before = sd.quantile_request(blocks, columns, eps, set(eps), set())
+    bases = {e: {f: {s: c.row(i).copy() for s, c in block.features[f].items() if s in ("min", "max", "mean", "std")}
+                 for f in columns} for e, (block, i) in blocks.lookup(eps).items()}
+    held = blocks._kept_bytes
+    blocks.keep_quantiles_of({1, 3})
+    assert blocks._kept_bytes < held
+    after = sd.quantile_request(blocks, columns, eps, set(eps), set())
+    assert after == {k: v for k, v in before.items() if k.split("/")[0] in ("1", "3")} and after
+    for e, (block, i) in blocks.lookup(eps).items():
+        for f in columns:
+            cols = block.features[f]
+            for q in ("q01", "q10", "q50", "q90", "q99"):
+                assert bool(cols[q].ok[i]) == (e in (1, 3)), (e, f, q)
+                if e in (1, 3):
+                    assert cols[q].values.shape[0] == 2  # the values of two rows are held, not of four
+            for stat, v in bases[e][f].items():  # every other statistic is untouched
+                np.testing.assert_array_equal(cols[stat].row(i), v)
+    blocks.keep_quantiles_of({0})  # once dropped, a quantile is not read back: later calls change nothing
+    assert sd.quantile_request(blocks, columns, eps, set(eps), set()) == after
+
+
 def test_stats_comparison_quantile_sampling_duplicates_and_totals(monkeypatch):
     cols = {"a": (2, np.dtype(np.float64))}
     lengths = {0: 10, 1: 10, 2: 5, 3: 5}  # 30 frames x 2 values = 60 values
