@@ -53,6 +53,23 @@ def test_every_fact_of_a_multi_row_group_file(tmp_path):
     assert f.column_minmax("index") == (100, 129)
     assert f.column_minmax("episode_index") == (0, 2)
     assert f.column_minmax("observation.state") is None  # not an index column: no statistics collected
+    for r, rg in enumerate(f.row_groups):  # minmax_of reads the same facts without building the dict
+        assert [rg.minmax_of(c) for c in ("episode_index", "frame_index", "index", "task_index", "timestamp")] == \
+            [(r, r), (0, 9), (100 + 10 * r, 109 + 10 * r), (7, 7), None]
+
+
+def test_row_group_info_equality_and_repr():
+    a = RowGroupInfo(5, 10, 4, True, {"index": (0, 4), "episode_index": (1, 1)})
+    assert a == RowGroupInfo(5, 10, 4, True, {"episode_index": (1, 1), "index": (0, 4)})  # key order is no fact
+    for other in (RowGroupInfo(6, 10, 4, True, a.minmax), RowGroupInfo(5, 11, 4, True, a.minmax),
+                  RowGroupInfo(5, 10, 5, True, a.minmax), RowGroupInfo(5, 10, 4, False, a.minmax),
+                  RowGroupInfo(5, 10, 4, True, {"index": (0, 4)}),
+                  RowGroupInfo(5, 10, 4, True, {"index": (0, 5), "episode_index": (1, 1)})):
+        assert a != other
+    assert a != (5, 10, 4, True) and RowGroupInfo(0, 0, 0, False) == RowGroupInfo(0, 0, 0, False, {})
+    assert RowGroupInfo(0, 0, 0, False).minmax == {} and RowGroupInfo(0, 0, 0, False).minmax_of("index") is None
+    assert repr(a) == ("RowGroupInfo(num_rows=5, uncompressed_bytes=10, compressed_bytes=4, page_index=True, "
+                       "minmax={'index': (0, 4), 'episode_index': (1, 1)})")
 
 
 def test_page_index_needs_both_indexes_on_every_column_chunk(tmp_path):

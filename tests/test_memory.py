@@ -148,3 +148,59 @@ def test_validate_releases_freed_memory_after_every_family(tmp_path, monkeypatch
 def test_without_glibc_only_pyarrows_pool_is_released(monkeypatch):
     monkeypatch.setattr(_memory, "_LIBC", False)  # what the lookup leaves on macOS or musl
     assert _memory.release_freed() is False
+
+
+def test_resident_bytes_follows_pages_touched_and_freed():
+    before = _memory.resident_bytes()
+    assert before is not None and abs(before / 2**20 - _rss_mb()) < 8
+    block = bytearray(64 * 2**20)  # zero-filled: every page touched
+    grown = _memory.resident_bytes()
+    assert grown - before >= 60 * 2**20
+    del block
+    assert _memory.resident_bytes() < grown - 60 * 2**20  # a block this large is its own mapping: unmapped at once
+
+
+def test_resident_bytes_is_none_where_proc_cannot_be_read(monkeypatch):
+    import builtins
+
+    real_open = builtins.open
+
+    def no_proc(path, *a, **k):
+        if str(path).startswith("/proc/"):
+            raise FileNotFoundError(path)
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    assert _memory.resident_bytes() is None
+
+
+class _CountingPool:
+    def __init__(self):
+        self.releases = 0
+
+    def release_unused(self):
+        self.releases += 1
+
+
+@pytest.mark.parametrize("resident,expected", [(10**12, 3), (0, 0), (None, 0)])
+def test_the_statistics_scan_releases_pyarrows_pool_after_each_batch_only_above_the_ceiling(
+        tmp_path, monkeypatch, resident, expected):
+    from lerobot_tools.checks import deep
+    from lerobot_tools.checks.stats import deep as stats_deep
+
+    root = build_dataset(tmp_path / "ds", SynthSpec(episode_lengths=[600, 600, 600, 600], video_codec=None,
+                                                    video_keys=(), episodes_per_file=4))
+    monkeypatch.setattr(stats_deep, "BATCH_BYTES", 1)  # the smallest batch: 1,024 rows, so 3 batches of 2,400 rows
+    pool = _CountingPool()
+    monkeypatch.setattr(pa, "default_memory_pool", lambda: pool)
+    for module in (engine, deep):  # between families and around the scan: not counted here
+        monkeypatch.setattr(module, "release_freed", lambda: True)
+    monkeypatch.setattr(deep, "resident_bytes", lambda: resident)
+    monkeypatch.setattr(deep, "RELEASE_EVERY_S", 3600.0)  # where resident memory is unknown: time-gated only
+    [report] = validate([str(root)], ValidateOptions(deep=True))
+    assert [f.check for f in report.findings if f.severity == "error"] == []
+    assert pool.releases == expected
+    if resident is None:
+        monkeypatch.setattr(deep, "RELEASE_EVERY_S", 0.0)
+        validate([str(root)], ValidateOptions(deep=True))
+        assert pool.releases == 3
