@@ -68,6 +68,10 @@ def test_row_group_info_equality_and_repr():
         assert a != other
     assert a != (5, 10, 4, True) and RowGroupInfo(0, 0, 0, False) == RowGroupInfo(0, 0, 0, False, {})
     assert RowGroupInfo(0, 0, 0, False).minmax == {} and RowGroupInfo(0, 0, 0, False).minmax_of("index") is None
+    # a string index column (hostile data) whose min/max are other columns' names: only names are looked up
+    odd = RowGroupInfo(1, 1, 1, False, {"episode_index": ("frame_index", "index")})
+    assert odd.minmax_of("frame_index") is None and odd.minmax_of("index") is None
+    assert odd.minmax_of("episode_index") == ("frame_index", "index")
     assert repr(a) == ("RowGroupInfo(num_rows=5, uncompressed_bytes=10, compressed_bytes=4, page_index=True, "
                        "minmax={'index': (0, 4), 'episode_index': (1, 1)})")
 
