@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 from lerobot_tools._io import MAX_JSONL_BYTES, iter_lines_capped, load_json_file, loads_json, open_regular
 from lerobot_tools.dataset import templates as tpl
+from lerobot_tools.dataset.episode_tables import EpisodeStatsTables, read_episode_files
 from lerobot_tools.dataset.placeholders import UnreadableFileError, check_metadata_file
 from lerobot_tools.errors import DatasetError, one_line
 
@@ -257,6 +258,8 @@ class Dataset:
         self.info: dict[str, Any] = info
         #: one-line descriptions of malformed episode-metadata rows, filled when :attr:`episodes` is read
         self.episode_problems: list[str] = []
+        #: v3.0: statistics columns of small episodes files, decoded with :attr:`episodes` for the statistics checks
+        self.stats_tables = EpisodeStatsTables()
 
     # ------------------------------------------------------------------ info.json
     @property
@@ -431,21 +434,13 @@ class Dataset:
         )
 
     def _read_v3_episodes(self) -> list[Episode]:
-        import pyarrow.parquet as pq
-
         files = self.episode_files
         if not files:
             raise DatasetError("no episode metadata files (meta/episodes/*/*.parquet)", V3_EPISODES_DIR)
         out: list[Episode] = []
         for rel in files:
             check_metadata_file(self.root / rel, rel, "parquet")
-        for rel in files:
-            try:
-                pf = pq.ParquetFile(self.root / rel)
-                names = [n for n in pf.schema_arrow.names if not n.startswith("stats/")]
-                table = pf.read(columns=names)
-            except Exception as exc:  # pyarrow raises ArrowInvalid/OSError with long texts
-                raise DatasetError(f"cannot be read as parquet ({one_line(exc, 160)})", rel) from None
+        for rel, table, names in read_episode_files(self.root, files, self.stats_tables):
             cols = {n: table.column(n).to_pylist() for n in names}
             if "episode_index" not in cols:
                 raise DatasetError("has no episode_index column", rel)

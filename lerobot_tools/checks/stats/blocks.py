@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from lerobot_tools._arrow_numpy import list_lengths, list_values, numpy_values
+from lerobot_tools._parallel import thread_map
 from lerobot_tools.checks.stats.stored import (
     BASE_STATS,
     QUANTILES,
@@ -27,6 +28,13 @@ from lerobot_tools.checks.stats.stored import (
 )
 from lerobot_tools.dataset.model import V2_EPISODES_STATS_PATH, Dataset
 from lerobot_tools.errors import one_line
+
+
+#: threads opening and reading small ``meta/episodes`` files ahead of the statistics stream (lerobot writes one
+#: per recording session: hundreds of files of a few episodes and ~100 columns each, ~1.5 ms apiece)
+OPEN_THREADS = 2
+#: files larger than this are opened by the stream itself, one at a time (their parsed footers can be ~100 MB)
+OPEN_AHEAD_BYTES = 4 * 2**20
 
 
 @dataclass
@@ -247,21 +255,64 @@ class StatsBlocks:
             pf = self._files[rel] = pq.ParquetFile(self.ds.root / rel, pre_buffer=False)
         return pf
 
+    def _open_ahead(self, rel: str):
+        """Open one episodes file of at most :data:`OPEN_AHEAD_BYTES` ahead of the stream, in a pool thread
+        (pyarrow parses footers and decodes without the GIL).
+
+        Returns:
+            ``(ParquetFile or None, Arrow schema, table or None, chunk ranges)``. A file read in one chunk
+            (:meth:`_chunks`) comes with the table of its ``episode_index`` and ``stats/...`` columns (None when it
+            has no ``episode_index``) and without its ParquetFile; it is taken from what the episode metadata read
+            kept (:attr:`Dataset.stats_tables`) when it can. A file of several chunks comes open, without a table.
+            None for a larger file: the stream opens it itself, so that no more than one large footer is parsed at
+            once. The exception pyarrow raised, returned, not raised.
+        """
+        import pyarrow.parquet as pq
+
+        path = self.ds.root / rel
+        try:
+            kept = self.ds.stats_tables.take(rel, path)
+            if kept is not None:
+                table, group_rows = kept
+                ranges = self._ranges_of(group_rows)
+                if len(ranges) == 1:
+                    return None, table.schema, table, ranges
+            if path.stat().st_size > OPEN_AHEAD_BYTES:
+                return None
+            pf = pq.ParquetFile(path, pre_buffer=False)
+            md = pf.metadata
+            ranges = self._ranges_of([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+            schema = pf.schema_arrow  # pyarrow converts it anew on every access
+            if len(ranges) > 1:
+                return pf, schema, None, ranges  # read chunk by chunk by the stream
+            if "episode_index" not in schema.names:
+                return None, schema, None, ranges
+            cols = [n for n in schema.names if n.startswith("stats/")]
+            table = pf.read_row_groups(list(range(md.num_row_groups)), columns=["episode_index", *cols],
+                                       use_threads=False)
+            return None, schema, table, ranges
+        except Exception as exc:
+            return exc
+
     def _chunks(self, rel: str) -> list[tuple[int, int]]:
         """Row-group ranges ``[first, last)`` of a file read together: at least :data:`BLOCK_ROWS` episodes each
         (lerobot writes a row group per 10 episodes; reading them one by one costs a footer walk each)."""
         ranges = self._ranges.get(rel)
         if ranges is None:
-            pf = self._pf(rel)
-            ranges, start, rows = [], 0, 0
-            for rg in range(pf.num_row_groups):
-                rows += pf.metadata.row_group(rg).num_rows
-                if rows >= self.BLOCK_ROWS:
-                    ranges.append((start, rg + 1))
-                    start, rows = rg + 1, 0
-            if start < pf.num_row_groups:
-                ranges.append((start, pf.num_row_groups))
-            self._ranges[rel] = ranges
+            md = self._pf(rel).metadata
+            ranges = self._ranges[rel] = self._ranges_of([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+        return ranges
+
+    def _ranges_of(self, group_rows: list[int]) -> list[tuple[int, int]]:
+        """:meth:`_chunks` of a file whose row groups hold ``group_rows`` rows."""
+        ranges, start, rows = [], 0, 0
+        for rg, n in enumerate(group_rows):
+            rows += n
+            if rows >= self.BLOCK_ROWS:
+                ranges.append((start, rg + 1))
+                start, rows = rg + 1, 0
+        if start < len(group_rows):
+            ranges.append((start, len(group_rows)))
         return ranges
 
     def _read_piece(self, rel: str, chunk: int, cols: list[str] | None = None) -> tuple[Any, int]:
@@ -340,37 +391,51 @@ class StatsBlocks:
             pieces, tables, rows = [], [], 0
             yield block
 
-        for rel in self.ds.episode_files:
-            try:
-                pf = self._pf(rel)
-                schema = pf.schema_arrow
-                if "episode_index" not in schema.names:
-                    continue  # C007 reports it
-                if key_schema is None or not schema.equals(key_schema):  # most files share one schema
-                    key_schema = schema
-                    schema_key = tuple((n, str(t)) for n, t in zip(schema.names, schema.types)
-                                       if n == "episode_index" or n.startswith("stats/"))
-                this_key = schema_key
-                cols = [n for n, _ in this_key if n != "episode_index"]
-                n_chunks = len(self._chunks(rel))
-                for chunk in range(n_chunks):
-                    table, row0 = self._read_piece(rel, chunk, cols)
-                    if table.num_rows == 0:  # a file of 0 rows: nothing to check (C007 reports it)
-                        continue
-                    if pieces and (this_key != key or rows >= self.BLOCK_ROWS):
-                        yield from flush()
-                    if not pieces:
-                        first_row = row0
-                    key = this_key
-                    pieces.append((rel, chunk))
-                    tables.append(table)
-                    rows += table.num_rows
-                if n_chunks == 1:
-                    # a file read in one piece is opened again by a lookup (cheaper than holding hundreds of
-                    # parsed footers); a larger one stays open until its blocks are all kept
-                    self._files.pop(rel, None)
-            except Exception as exc:  # pyarrow: a corrupt file; C007 reports unreadable metadata
-                self.problems.append((rel, f"stats columns cannot be read ({one_line(exc, 160)})"))
+        opened = thread_map(self._open_ahead, self.ds.episode_files, threads=OPEN_THREADS)
+        try:
+            for rel in self.ds.episode_files:
+                got = next(opened)
+                try:
+                    if isinstance(got, Exception):
+                        raise got
+                    first = None
+                    if got is None:  # a large file: opened here, and read one chunk at a time
+                        schema = self._pf(rel).schema_arrow
+                    else:
+                        pf, schema, first, ranges = got
+                        self._ranges[rel] = ranges
+                        if pf is not None:
+                            self._files[rel] = pf
+                    if "episode_index" not in schema.names:
+                        continue  # C007 reports it
+                    if key_schema is None or not schema.equals(key_schema):  # most files share one schema
+                        key_schema = schema
+                        schema_key = tuple((n, str(t)) for n, t in zip(schema.names, schema.types)
+                                           if n == "episode_index" or n.startswith("stats/"))
+                    this_key = schema_key
+                    cols = [n for n, _ in this_key if n != "episode_index"]
+                    n_chunks = len(self._chunks(rel))
+                    for chunk in range(n_chunks):
+                        table, row0 = (first, 0) if chunk == 0 and first is not None else \
+                            self._read_piece(rel, chunk, cols)
+                        if table.num_rows == 0:  # a file of 0 rows: nothing to check (C007 reports it)
+                            continue
+                        if pieces and (this_key != key or rows >= self.BLOCK_ROWS):
+                            yield from flush()
+                        if not pieces:
+                            first_row = row0
+                        key = this_key
+                        pieces.append((rel, chunk))
+                        tables.append(table)
+                        rows += table.num_rows
+                    if n_chunks == 1:
+                        # a file read in one piece is opened again by a lookup (cheaper than holding hundreds of
+                        # parsed footers); a larger one stays open until its blocks are all kept
+                        self._files.pop(rel, None)
+                except Exception as exc:  # pyarrow: a corrupt file; C007 reports unreadable metadata
+                    self.problems.append((rel, f"stats columns cannot be read ({one_line(exc, 160)})"))
+        finally:
+            opened.close()  # joins the pool's threads, also when the caller stops iterating early
         yield from flush()
         # a file no block needs to read again is let go: its footer (over 100 MB parsed for 14,000 episodes in
         # lerobot's row groups of 10) is not needed once every block it holds is kept
