@@ -133,7 +133,6 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     carry_ep = None
     carry_pos = 0
     if builder is not None:  # statistics: decode the next batches while the numpy pass runs on this one
-        release_freed()
         batches = _decode_ahead(path, pf, cols, batch_rows)
     else:
         batches = pf.iter_batches(batch_size=batch_rows, columns=cols)

@@ -45,7 +45,8 @@ def run(ctx: CheckContext) -> None:
     for rel, footer in ctx.footers.items():
         total_groups += len(footer.row_groups)
         d = row_group_defects(footer, limit)
-        if "episode_index" in footer.schema.names and any(rg.minmax_of("episode_index") is None for rg in footer.row_groups):
+        if "episode_index" in footer.schema.names and \
+                any(rg.minmax_of("episode_index") is None for rg in footer.row_groups):
             no_stats += 1
         if d["spans"]:
             n = len(footer.row_groups)

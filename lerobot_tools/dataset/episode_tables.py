@@ -56,7 +56,8 @@ class EpisodeStatsTables:
     """
 
     def __init__(self) -> None:
-        self._where: dict[str, tuple[tuple, int, int, int, list[int]]] = {}  # rel -> (identity, group, row, rows, row groups)
+        # rel -> (identity, group, first row in the group's table, rows, rows of each row group of the file)
+        self._where: dict[str, tuple[tuple, int, int, int, list[int]]] = {}
         self._groups: dict[int, Any] = {}  # gathered tables
         self._pending: list[tuple[str, tuple, Any, list[int]]] = []
         self._next = 0

@@ -300,7 +300,8 @@ class StatsBlocks:
         ranges = self._ranges.get(rel)
         if ranges is None:
             md = self._pf(rel).metadata
-            ranges = self._ranges[rel] = self._ranges_of([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+            ranges = self._ranges_of([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+            self._ranges[rel] = ranges
         return ranges
 
     def _ranges_of(self, group_rows: list[int]) -> list[tuple[int, int]]:
