@@ -70,6 +70,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "lock": ("lerobot_tools/_lock.py", ["tests/test_locking.py", "tests/test_scaleout_commands.py", "-k",
                                          "shared_dataset_lock or vanished or at_once or sibling",
                                          "tests/test_lock_places.py"]),
+    "episode-tables": ("lerobot_tools/dataset/episode_tables.py", [
+        "tests/test_episode_tables.py", "tests/test_unreadable_metadata.py", "tests/test_bite_stats_data.py", "-k",
+        "blocks or tables or episode or unreadable or parquet"]),
     "footers": ("lerobot_tools/dataset/footers.py", ["tests/test_footers.py", "tests/test_memory.py",
                                                      "tests/test_bite_rowgroups.py", "tests/test_bite_tasks_schema.py"]),
     "templates": ("lerobot_tools/dataset/templates.py", ["tests/test_templates.py", *CHECK_TESTS,

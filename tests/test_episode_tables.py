@@ -118,6 +118,8 @@ def test_tables_are_gathered_by_schema_and_handed_out_once_as_equal_slices(tmp_p
     store = et.EpisodeStatsTables()
     tables = _tables(4) + _tables(2, typ=pa.float32())  # another schema starts another group
     paths = _keep_all(store, tmp_path, tables)
+    # gathered when 3 files are pending and when the schema changes; the last 2 wait for a take
+    assert [g[1] for g in store._groups.values()] == [3, 1] and len(store._pending) == 2
     assert store.take("nowhere", tmp_path / "nowhere") is None
     for i in (5, 0, 3, 1, 2, 4):
         got, group_rows = store.take(f"f{i}", paths[i])
@@ -204,3 +206,44 @@ def test_a_pickled_store_holds_nothing(tmp_path):
     copy = pickle.loads(pickle.dumps(store))
     assert copy.take("f0", paths[0]) is None and copy._bytes == 0
     assert store.take("f0", paths[0]) is not None  # the original keeps its tables
+
+
+def test_pending_files_are_gathered_once_their_size_reaches_a_file_limit_and_count_in_the_budget(tmp_path, monkeypatch):
+    store = et.EpisodeStatsTables()
+    monkeypatch.setattr(et, "MAX_FILE_BYTES", 5)  # files of 1, 2, 3 bytes: gathered once 1 + 2 + 3 >= 5
+    paths = _keep_all(store, tmp_path, _tables(3))
+    assert len(store._groups) == 1 and store._pending == [] and store._pending_bytes == 0
+    monkeypatch.setattr(et, "MAX_FILE_BYTES", 4 * 2**20)
+    store = et.EpisodeStatsTables()
+    _keep_all(store, tmp_path, _tables(2))  # 1 + 2 bytes pending, nothing gathered yet
+    assert store._pending_bytes == 3 and store._groups == {}
+    monkeypatch.setattr(et, "MAX_TOTAL_BYTES", 3)  # the pending files' sizes count in the budget
+    assert store.wants(paths[0]) is None
+    monkeypatch.setattr(et, "MAX_TOTAL_BYTES", 4)
+    assert store.wants(paths[0]) is not None
+    limit = tmp_path / "limit"
+    limit.write_bytes(b"x" * 7)
+    monkeypatch.setattr(et, "MAX_FILE_BYTES", 7)  # a file of exactly the limit is kept
+    assert et.EpisodeStatsTables().wants(limit) is not None
+
+
+def test_an_episodes_file_without_episode_index_is_reported_not_kept(tmp_path):
+    root, whole = _split(tmp_path)
+    pq.write_table(whole.slice(3, 1).drop_columns(["episode_index"]), root / EPS / "file-003.parquet")
+    ds = Dataset(root)
+    with pytest.raises(Exception) as err:
+        ds.episodes
+    assert type(err.value).__name__ == "DatasetError" and "has no episode_index column" in str(err.value)
+    assert "file-003.parquet" in str(err.value)
+
+
+def test_an_unreadable_episodes_file_is_named_in_one_line(tmp_path):
+    root, _ = _split(tmp_path)
+    bad = root / EPS / "file-004.parquet"
+    data = bad.read_bytes()
+    bad.write_bytes(data[:8] + b"\0" * (len(data) - 16) + data[-8:])  # the footer's bytes zeroed, magic kept
+    with pytest.raises(Exception) as err:
+        Dataset(root).episodes
+    text = str(err.value)
+    assert type(err.value).__name__ == "DatasetError" and "\n" not in text
+    assert text.startswith(f"{EPS}/file-004.parquet: cannot be read as parquet (") and len(text) < 260
