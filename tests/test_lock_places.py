@@ -87,7 +87,12 @@ def test_a_symlinked_lrtool_folder_is_refused_and_nothing_is_written_through_it(
     assert line.startswith(f"lrtool: error: {root}: .lrtool is a symlink; ") and line.count(str(root)) == 1
     res = CliRunner().invoke(cli, ["repair", str(root)])
     assert res.exit_code == 2 and "Traceback" not in res.stderr
-    assert "cannot repair: " in res.stdout and ".lrtool is a symlink" in res.stdout
+    # under the dataset's heading, the reason does not name the dataset again
+    assert "  cannot repair: .lrtool is a symlink; lrtool keeps its lock" in res.stdout
+    res = CliRunner().invoke(cli, ["repair", "--format", "json", str(root)])
+    assert res.exit_code == 2 and '"error": ".lrtool is a symlink; ' in res.stdout
+    res = CliRunner().invoke(cli, ["repair", "--undo", str(root)])
+    assert res.exit_code == 2 and ".lrtool is a symlink; " in res.stdout and f"{root}: .lrtool" not in res.stdout
     assert list(outside.iterdir()) == []  # neither a lock nor a backup went through the link
     assert _tree(root) == before
 

@@ -59,7 +59,7 @@ def repair_target(target: Target, options: RepairOptions | None = None, *, dry_r
             try:
                 lock.enter_context(dataset_lock(target.root, timeout=options.lock_timeout, what="repairing"))
             except LrtoolError as exc:
-                reason = str(exc)
+                reason = exc.within(target.root)  # the report's heading names the dataset
         return _repair_locked(target, options, dry_run, reason)
 
 

@@ -335,7 +335,7 @@ def undo(target: Target, *, dry_run: bool = False, lock_timeout: float = 60.0) -
         with dataset_lock(root, timeout=lock_timeout, what="undoing a repair"):
             return _undo_locked(res, root, dry_run)
     except LrtoolError as exc:  # DatasetLocked, or .lrtool/ is a symlink
-        res.cannot_run = str(exc)
+        res.cannot_run = exc.within(root)  # the report's heading names the dataset
         return res
 
 
