@@ -209,7 +209,9 @@ class StatsBlocks:
     up again for a set of episodes (:meth:`lookup`, after one full iteration).
 
     v3.0 reads :data:`BLOCK_ROWS` episodes' row groups at a time (files kept open), gathering the row groups of
-    consecutive small files with the same statistics columns into one block. With ``keep=True`` the first
+    consecutive small files with the same statistics columns into one block. A small file's statistics columns
+    come from the episode metadata read when it kept them (:mod:`lerobot_tools.dataset.episode_tables`); the
+    other small files are opened and read :data:`OPEN_THREADS` at a time ahead of the stream. With ``keep=True`` the first
     blocks read are kept while they total at most :data:`KEEP_BYTES`; otherwise (and beyond that) only the last
     two are: ``--deep`` looks the statistics up twice after the stream (quantile thresholds before a data file is
     scanned, the comparison after it), and reading a block of lerobot's small row groups again costs as much as the
