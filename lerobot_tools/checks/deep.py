@@ -25,6 +25,7 @@ from lerobot_tools._memory import release_freed, resident_bytes
 from lerobot_tools._parallel import read_ahead, thread_map
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.stats import deep as stats_deep
+from lerobot_tools.dataset.footers import row_group_rows
 from lerobot_tools.errors import one_line
 
 BATCH_ROWS = 65_536
@@ -244,7 +245,7 @@ def _decode_ahead(path, pf, cols: list[str], batch_rows: int):
     import pyarrow.parquet as pq
 
     md = pf.metadata
-    sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    sizes = row_group_rows(md)
     threads = DECODE_THREADS if DECODE_THREADS is not None else min(4, (os.cpu_count() or 1) - 1)
     if threads <= 1 or len(sizes) < 2 or max(sizes) > 2 * batch_rows:
         return read_ahead(pf.iter_batches(batch_size=batch_rows, columns=cols), name="lrtool-deep-read")

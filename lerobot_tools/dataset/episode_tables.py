@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from lerobot_tools._parallel import thread_map
+from lerobot_tools.dataset.footers import row_group_rows
 from lerobot_tools.errors import DatasetError, one_line
 
 #: files larger than this are not kept (their statistics are streamed in blocks, memory bounded)
@@ -161,7 +162,7 @@ def read_episode_files(root: Path, files: list[str], kept: EpisodeStatsTables) -
             table = pf.read(columns=names + stats, use_threads=md.serialized_size > SMALL_FOOTER_BYTES)
         except Exception as exc:  # pyarrow raises ArrowInvalid/OSError with long texts
             return DatasetError(f"cannot be read as parquet ({one_line(exc, 160)})", rel)
-        groups = [md.row_group(i).num_rows for i in range(md.num_row_groups)] if stats else []
+        groups = row_group_rows(md) if stats else []
         return table, names, stats, ident, groups
 
     reads = thread_map(read, files, threads=READ_THREADS)

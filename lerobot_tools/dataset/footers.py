@@ -17,6 +17,11 @@ from lerobot_tools.errors import DatasetError, one_line
 INDEX_COLUMNS = ("episode_index", "task_index", "index", "frame_index")
 
 
+def row_group_rows(metadata: Any) -> list[int]:
+    """The row count of each row group of a parsed footer (``pyarrow.parquet.FileMetaData``), in file order."""
+    return [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+
+
 class RowGroupInfo:
     """One row group, from the footer.
 

@@ -26,6 +26,7 @@ from lerobot_tools.checks.stats.stored import (
     to_array,
     whole_counts,
 )
+from lerobot_tools.dataset.footers import row_group_rows
 from lerobot_tools.dataset.model import V2_EPISODES_STATS_PATH, Dataset
 from lerobot_tools.errors import one_line
 
@@ -283,7 +284,7 @@ class StatsBlocks:
                 return None
             pf = pq.ParquetFile(path, pre_buffer=False)
             md = pf.metadata
-            ranges = self._ranges_of([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+            ranges = self._ranges_of(row_group_rows(md))
             schema = pf.schema_arrow  # pyarrow converts it anew on every access
             if len(ranges) > 1:
                 return pf, schema, None, ranges  # read chunk by chunk by the stream
@@ -302,7 +303,7 @@ class StatsBlocks:
         ranges = self._ranges.get(rel)
         if ranges is None:
             md = self._pf(rel).metadata
-            ranges = self._ranges_of([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+            ranges = self._ranges_of(row_group_rows(md))
             self._ranges[rel] = ranges
         return ranges
 

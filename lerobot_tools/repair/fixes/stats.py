@@ -33,6 +33,7 @@ from lerobot_tools.checks.stats.compute import (
 )
 from lerobot_tools.checks.stats.deep import _as_matrix, numeric_columns
 from lerobot_tools.checks.stats.meta import stale_stats
+from lerobot_tools.dataset.footers import row_group_rows
 from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH
 from lerobot_tools.repair.model import TextChange, dump_like
 
@@ -78,7 +79,7 @@ class StatsCellsRewrite:
         pf = pq.ParquetFile(path)
         schema = pf.schema_arrow
         opts = writer_options(pf)
-        sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.num_row_groups)]
+        sizes = row_group_rows(pf.metadata)
 
         def new_table(i: int, row0: int):
             t = pf.read_row_group(i)
@@ -99,7 +100,7 @@ class StatsCellsRewrite:
             new = pq.ParquetFile(tmp)
             if not new.schema_arrow.equals(schema, check_metadata=True):
                 raise ValueError(f"{self.relpath}: the rewritten schema differs")
-            if [new.metadata.row_group(i).num_rows for i in range(new.num_row_groups)] != sizes:
+            if row_group_rows(new.metadata) != sizes:
                 raise ValueError(f"{self.relpath}: the row groups changed")
             row0 = 0
             for i in range(pf.num_row_groups):
