@@ -497,16 +497,16 @@ class StatsBlocks:
         Blocks read again by :meth:`lookup` later hold every row.
         """
         want = np.fromiter(episodes, dtype=np.int64, count=len(episodes))
-        for bid, block in self._kept.items():
+        for block in self._kept.values():
             hold = np.isin(block.episodes, want)
+            rows = np.flatnonzero(hold)
+            kept = {int(i): j for j, i in enumerate(rows.tolist())}  # the same for every column of the block
             for stats in block.features.values():
                 for name, c in stats.items():
                     if name not in QUANTILES or c.kept is not None:
                         continue
-                    rows = np.flatnonzero(hold)
                     stats[name] = StatColumn(np.ascontiguousarray(c.values[rows]), c.ok & hold,
-                                             {i: v for i, v in c.shapes.items() if hold[i]},
-                                             {int(i): j for j, i in enumerate(rows.tolist())})
+                                             {i: v for i, v in c.shapes.items() if hold[i]}, kept)
         self._kept_bytes = sum(b.nbytes for b in self._kept.values())
 
     # ------------------------------------------------------------------ lookup
