@@ -52,6 +52,9 @@ class Finding:
         subject: what the finding is about, as data (keys from :data:`SUBJECT_KEYS`), so that programs
             (``lrtool repair``, JSON consumers) never parse the message. A grouped finding keeps what all
             its occurrences share.
+        episodes: the episodes this occurrence concerns (a file's episodes) when its message says nothing
+            else about it; :func:`group_findings` then heads a group of them with its title and the episodes
+            (``"data files are missing for episodes 0, 3, 6, 9, 47 and 2 more"``); not serialised.
     """
 
     check: str
@@ -63,6 +66,7 @@ class Finding:
     known: bool = False
     group: str | None = None
     subject: dict[str, Any] = field(default_factory=dict)
+    episodes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.subject) - set(SUBJECT_KEYS)
@@ -134,6 +138,8 @@ class DatasetReport:
     """Everything validate found about one target.
 
     ``causes`` are the root causes many findings share (:class:`RootCause`), reported before the findings.
+    ``subset`` is the target's episode subset (``{"episodes": [...], "excluded_episodes": [...]}``, the keys
+    given), None when the target is the whole dataset.
     """
 
     target: str
@@ -145,6 +151,7 @@ class DatasetReport:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     causes: list[RootCause] = field(default_factory=list)
+    subset: dict[str, list[int]] | None = None
 
     def counts(self, *, include_known: bool = False) -> dict[str, int]:
         out = {ERROR: 0, WARNING: 0, INFO: 0}
@@ -186,11 +193,55 @@ class DatasetReport:
         }
         if self.source:
             d["source"] = self.source
+        if self.subset:
+            d["subset"] = dict(self.subset)
         if self.notes:
             d["notes"] = self.notes
         if self.causes:
             d["causes"] = [c.to_dict() for c in self.causes]
         return d
+
+
+#: how many items (episodes or runs of consecutive episodes) :func:`episode_list_text` names before "and N more"
+MAX_EPISODES_SHOWN = 5
+
+
+def episode_list_text(episodes, limit: int = MAX_EPISODES_SHOWN) -> str:
+    """Episode indices in words, ascending, each once: runs of three or more consecutive indices as a range, at
+    most ``limit`` items, then how many episodes are left out.
+
+    ``[0, 3, 6, 9, 47, 50, 51]`` -> ``"0, 3, 6, 9, 47 and 2 more"``; ``[3, 4, 5, 6, 7, 8, 9]`` -> ``"3-9"``;
+    ``[1, 2]`` -> ``"1 and 2"``; ``[]`` -> ``"none"``.
+    """
+    eps = sorted(set(int(e) for e in episodes))
+    if not eps:
+        return "none"
+    runs: list[tuple[int, int]] = []
+    for e in eps:
+        if runs and e == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], e)
+        else:
+            runs.append((e, e))
+    items: list[tuple[str, int]] = []  # (text, episodes it stands for)
+    for a, b in runs:
+        if b - a >= 2:
+            items.append((f"{a}-{b}", b - a + 1))
+        else:
+            items.extend((str(e), 1) for e in range(a, b + 1))
+    shown = items[:limit]
+    left = sum(n for _, n in items[limit:])
+    texts = [t for t, _ in shown]
+    if left:
+        return ", ".join(texts) + f" and {left} more"
+    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + f" and {texts[-1]}"
+
+
+def _episodes_of(f: Finding) -> tuple[int, ...]:
+    """The episodes an occurrence concerns: its ``episodes``, else its subject's ``episode`` (an int)."""
+    if f.episodes:
+        return f.episodes
+    ep = f.subject.get("episode")
+    return (ep,) if isinstance(ep, int) and not isinstance(ep, bool) else ()
 
 
 def group_findings(findings: list[Finding]) -> list[Finding]:
@@ -204,11 +255,18 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
     differ, and the first paths: ``"episode 3 (cam): to_timestamp 9.5 s is past the end of the video (9.4 s)
     (4 occurrences: episode video segments of cam do not fit their files; e.g. a.mp4, b.mp4, c.mp4 and 1 more)"``.
     The example paths are distinct files (several occurrences may concern one file); "and N more" counts files.
+
+    A group whose occurrences concern different episodes names them all (:func:`episode_list_text`), never only
+    the first one's: occurrences that carry ``episodes`` (their message says nothing more) are headed by the
+    group's title, ``"data files are missing for episodes 0, 3, 6, 9, 47 and 2 more (7 occurrences; e.g. ...)"``;
+    occurrences with an ``episode`` subject keep the first one's message and name the episodes after the title.
     """
     out: list[Finding] = []
     index: dict[tuple[str, str, str], Finding] = {}
     same_message: dict[int, bool] = {}  # id(head) -> every member's message equals the first one's
     files: dict[int, set[str]] = {}  # id(head) -> the distinct paths of its members
+    episodes: dict[int, set[int]] = {}  # id(head) -> the episodes its members concern
+    by_file: dict[int, bool] = {}  # id(head) -> every member carries ``episodes`` (its message says no more)
     for f in findings:
         if f.group is None:
             out.append(f)
@@ -217,13 +275,18 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
         head = index.get(key)
         if head is None:
             head = Finding(f.check, f.severity, f.path, f.message, count=1,
-                           paths=[f.path] if f.path else [], known=f.known, group=f.group, subject=dict(f.subject))
+                           paths=[f.path] if f.path else [], known=f.known, group=f.group, subject=dict(f.subject),
+                           episodes=f.episodes)
             index[key] = head
             same_message[id(head)] = True
             files[id(head)] = {f.path} if f.path else set()
+            episodes[id(head)] = set(_episodes_of(f))
+            by_file[id(head)] = bool(f.episodes)
             out.append(head)
             continue
         head.count += 1
+        episodes[id(head)].update(_episodes_of(f))
+        by_file[id(head)] = by_file[id(head)] and bool(f.episodes)
         same_message[id(head)] = same_message[id(head)] and f.message == head.message
         head.known = head.known and f.known
         head.subject = {k: v for k, v in head.subject.items() if f.subject.get(k) == v}
@@ -236,6 +299,16 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
             shown = ", ".join(f.paths)
             n_files = len(files[id(f)])
             more = f" and {n_files - len(f.paths)} more" if n_files > len(f.paths) else ""
-            what = f"{f.count} occurrences" if same_message[id(f)] else f"{f.count} occurrences: {f.group}"
-            f.message = f"{f.message} ({what}; e.g. {shown}{more})" if shown else f"{f.message} ({what})"
+            eps = episodes[id(f)]
+            several = len(eps) > 1
+            if several:
+                f.episodes = tuple(sorted(eps))
+            if several and by_file[id(f)]:
+                head, what = f"{f.group} for episodes {episode_list_text(eps)}", f"{f.count} occurrences"
+            else:
+                head = f.message
+                what = f"{f.count} occurrences" if same_message[id(f)] else f"{f.count} occurrences: {f.group}"
+                if several:
+                    what += f", for episodes {episode_list_text(eps)}"
+            f.message = f"{head} ({what}; e.g. {shown}{more})" if shown else f"{head} ({what})"
     return out

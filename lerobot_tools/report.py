@@ -95,6 +95,23 @@ def exit_status(reports: list[DatasetReport]) -> int:
 _SEV_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
+def heading(r: DatasetReport) -> str:
+    """A dataset's heading line: its name (repo id or path, never a mixture line's options), its codebase version,
+    the episodes it reads when it is a subset, and the mixture line it comes from:
+    ``"lerobot/pusht (v2.1), episodes 0-9 and 12  [mix.txt:3]"``."""
+    from lerobot_tools.dataset.subset import EpisodeSubset
+
+    version = f" ({r.codebase_version})" if r.codebase_version else ""
+    sub = ""
+    if r.subset:
+        eps = r.subset.get("episodes")
+        text = EpisodeSubset(tuple(eps) if eps is not None else None,
+                             frozenset(r.subset.get("excluded_episodes") or ())).describe()
+        sub = f", {text}" if text else ""
+    where = f"  [{r.source}]" if r.source else ""
+    return single_line(f"{r.target}{version}{sub}{where}")
+
+
 def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = False) -> None:
     """Text report grouped by dataset: severity, check ID, path and message; then a summary line. What comes from
     data (a target, a file name, a task string inside a message) stays on its line: a newline in it is ``\\n``."""
@@ -109,9 +126,7 @@ def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = Fal
     # coverage gaps shared by every dataset are printed once, after the datasets
     common = set.intersection(*({(n.checks, n.reason) for n in r.not_checked} for r in reports)) if reports else set()
     for r in reports:
-        version = f" ({r.codebase_version})" if r.codebase_version else ""
-        where = f"  [{r.source}]" if r.source else ""
-        out.write(f"{one(r.target)}{version}{one(where)}\n")
+        out.write(heading(r) + "\n")
         if r.root and r.root != r.target:
             out.write(f"  root: {one(r.root)}\n")
         for note in r.notes:

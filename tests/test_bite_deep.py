@@ -376,7 +376,8 @@ def test_c005_from_the_rows_of_each_episode(tmp_path):
     # timestamps 1.9, 0.0, 0.1, ... for k = 0, 1, 2, ...; the two C005 merge under their group's title
     _edit(root, D0, episode_index=_at({19: 1}))
     assert _deep(_report(root)) == [
-        ("C005", "error", D0, "episode 0 has 19 rows but length 20 (2 occurrences: " + G_C005 + "; e.g. " + D0 + ")",
+        ("C005", "error", D0, "episode 0 has 19 rows but length 20 (2 occurrences: " + G_C005 + ", for episodes 0 and "
+         "1; e.g. " + D0 + ")",
          2, G_C005, {}),
         _d001(D0, 1, 16, 0, 19, 0),
         _d003(D0, 1, 16, 16, "1.90e+00"),
@@ -569,7 +570,8 @@ def test_more_than_a_thousand_bad_frame_indices_in_one_batch_are_counted_per_epi
     r = _report(root)
     assert "M001" not in _checks(r)
     assert _deep(r) == [("D001", "warning", D0, "episode 0: 1199 row(s) with frame_index out of sequence (first at row 0 "
-                         f"of the episode: 9, expected 0) (2 occurrences: {G_D001}; e.g. {D0})", 2, G_D001, {})]
+                         f"of the episode: 9, expected 0) (2 occurrences: {G_D001}, for episodes 0 and 1; e.g. {D0})",
+                         2, G_D001, {})]
     # frame_index wrapping at 1000: episode 0 is wrong from k=1000 on (200 rows), episode 1 everywhere
     _edit(root, D0, frame_index=lambda v: [i % 1000 for i in range(len(v))])
     scan = deep.scan_file(root / D0, fps=10, tolerance_s=1e-4, index_offset=0, list_columns={})

@@ -121,8 +121,8 @@ def test_two_missing_v2_files_are_one_grouped_finding(tmp_path):
     r = _report(root)
     (f,) = [f for f in r.findings if f.check == "F001"]
     assert (f.severity, f.count, f.paths, f.group) == ("error", 2, [V2[1], V2[4]], "data files are missing")
-    assert f.message == (f"data file for episode(s) 1 is missing (2 occurrences: data files are missing; "
-                         f"e.g. {V2[1]}, {V2[4]})")
+    # the headline names every missing episode, not the first one's (the group's title and its episodes)
+    assert f.message == f"data files are missing for episodes 1 and 4 (2 occurrences; e.g. {V2[1]}, {V2[4]})"
     assert _notes(r)[UNREADABLE] == "2 of 6 data file(s) missing or unreadable"
 
 

@@ -741,7 +741,8 @@ def test_c006_findings_are_grouped(tmp_path):
     f = _one(_report(root), "C006")
     assert (f.count, f.subject, f.paths) == (2, {}, [EPS_V3])
     assert f.message == ("episode 0: dataset_to_index - dataset_from_index = 21 but length = 20 (2 occurrences: index "
-                         "ranges are not contiguous; e.g. meta/episodes/chunk-000/file-000.parquet)")
+                         "ranges are not contiguous, for episodes 0 and 2; e.g. "
+                         "meta/episodes/chunk-000/file-000.parquet)")
 
 
 # --------------------------------------------------------------------------------------------------------- C003
@@ -874,7 +875,8 @@ def test_c005_one_episode_per_file(tmp_path):
     # two files off by one each way: grouped; the lengths still sum to total_frames
     assert _lengths(tmp_path, "v2.1", (21, 15, 24), name="c") == [
         ("C005", V2_DATA[0], "episode 0 has length 21 but its file has 20 rows (2 occurrences: episode lengths "
-                             "disagree with the rows in the data files; e.g. data/chunk-000/episode_000000.parquet, "
+                             "disagree with the rows in the data files, for episodes 0 and 2; e.g. "
+                             "data/chunk-000/episode_000000.parquet, "
                              "data/chunk-000/episode_000002.parquet)", 2, {}),
     ]
 

@@ -389,7 +389,7 @@ def test_numbers_written_as_text_and_fractional_counts_are_g004_in_every_layout(
     r = _report(v3, deep=False)
     assert [(f.message, f.path, f.severity) for f in _findings(r, "G004")] == [
         ("episode 0: 'action'.mean is not a rectangular list of numbers (7 occurrences: per-episode statistics "
-         f"entries are incomplete or have the wrong shape; e.g. {EPS_V3})", EPS_V3, "warning"),
+         f"entries are incomplete or have the wrong shape, for episodes 0-3; e.g. {EPS_V3})", EPS_V3, "warning"),
         ("'action'.mean is not a rectangular list of numbers", "meta/stats.json", "error")]
     g004 = []
     st_rows = sb.StatsBlocks(Dataset(v3))
@@ -1521,7 +1521,7 @@ def test_g010_per_episode_findings_word_for_word(tmp_path):
     first = f"std[0] stored 0, data {act[0][:, 0].std():.6g}"
     assert [(f.message, f.path, f.severity, f.count, f.subject) for f in g010] == [
         (f"episode 0: 'action' {first} (2 occurrences: per-episode 'action' std disagrees with the data in 2 "
-         f"episode(s) (first: episode 0, {first}); e.g. {EPS_V3})", EPS_V3, "warning", 2,
+         f"episode(s) (first: episode 0, {first}), for episodes 0 and 1; e.g. {EPS_V3})", EPS_V3, "warning", 2,
          {"feature": "action", "key": "std"}),
         (f"episode 3: 'action' max[5] stored {s_max:.6g}, data {act[3][:, 5].max():.6g}", EPS_V3, "warning", 1,
          {"feature": "action", "episode": 3, "key": "max"}),
@@ -1569,7 +1569,7 @@ def test_g010_v21_entries_and_the_aggregate_lerobot_loads(tmp_path):
     ratio = allx[:, 1].std() / agg["std"][1]
     assert [(f.message, f.path, f.severity, f.count, f.subject) for f in g010] == [
         (f"episode 0: 'action' {first} (3 occurrences: per-episode 'action' std disagrees with the data in 3 "
-         f"episode(s) (first: episode 0, {first}); e.g. {STATS_JSONL})", STATS_JSONL, "warning", 3,
+         f"episode(s) (first: episode 0, {first}), for episodes 0-2; e.g. {STATS_JSONL})", STATS_JSONL, "warning", 3,
          {"feature": "action", "key": "std"}),
         (f"{src}: 'action' std[1] stored {agg['std'][1]:.6g}, data {allx[:, 1].std():.6g} over all 60 frame(s); "
          f"MEAN_STD scales that dimension by {ratio:.3g} instead of 1", None, "error", 1,

@@ -637,7 +637,7 @@ def test_g004_per_episode_block_without_a_base_statistic(tmp_path):
     assert _found(ctx) == [_ep("G004", e, "'action' lacks std") for e in (0, 1, 2)]
     assert ctx.stats_facts.untrusted == {(0, "action"), (1, "action"), (2, "action")}
     assert _g(root) == [("G004", "warning", EPS_V3, "episode 0: 'action' lacks std (3 occurrences: per-episode statistics "
-                         f"entries are incomplete or have the wrong shape; e.g. {EPS_V3})")]
+                         f"entries are incomplete or have the wrong shape, for episodes 0-2; e.g. {EPS_V3})")]
 
 
 @pytest.mark.parametrize("episodes", [(1,), (0, 1, 2)], ids=["one", "every"])
@@ -1164,7 +1164,8 @@ def test_g009_v3_per_episode_info_and_stats_json_warning(tmp_path):
     r = _report(root)
     assert [(f.check, f.severity, f.message) for f in r.findings if f.check == "G009"] == [
         ("G009", "info", f"episode 0: 'action' dimension(s) [1] are constant in this episode (value 7.5): {HAZARD} "
-                         f"(3 occurrences: 'action' has constant dimensions in some episodes; e.g. {EPS_V3})"),
+                         f"(3 occurrences: 'action' has constant dimensions in some episodes, for episodes 0-2; "
+                         f"e.g. {EPS_V3})"),
         ("G009", "warning", f"'action' dimension(s) [1] are constant over the whole dataset (value 7.5): {HAZARD}"),
     ]
 

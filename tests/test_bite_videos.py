@@ -398,8 +398,8 @@ def test_two_missing_files_of_one_camera_are_one_grouped_finding(v2, tmp_path):
     r, probed = _run(root)
     group = f"video files of {FRONT} are missing"
     assert _f(r, "F002") == [
-        ("F002", "error", V2F[0], f"video file of {FRONT} for episode(s) 0 is missing (2 occurrences: {group}; "
-                                  f"e.g. {V2F[0]}, {V2F[2]})", 2, group, {"file_kind": "video", "video_key": FRONT})]
+        ("F002", "error", V2F[0], f"{group} for episodes 0 and 2 (2 occurrences; e.g. {V2F[0]}, {V2F[2]})", 2, group,
+         {"file_kind": "video", "video_key": FRONT})]
     assert probed == [(V2F[1], True), (V2W[0], True), (V2W[1], False), (V2W[2], False)]
     assert _notes(r) == {EVERY: FIRST_ONLY, MISSING: "2 video file(s) missing, their segments not checked"}
 
@@ -660,7 +660,8 @@ def test_a_file_shorter_than_its_segments_by_duration(v3, fragmented, tmp_path):
     assert (F0, True) in probed
     assert _seg(r) == [
         ("F010", "error", F0, f"episode 0 ({FRONT}): its last frame query (from_timestamp + 15/8 = 1.8750 s) is past "
-                              f"the last frame of the video (0.7500 s) (2 occurrences: {SEG_GROUP}; e.g. {F0})", 2,
+                              f"the last frame of the video (0.7500 s) (2 occurrences: {SEG_GROUP}, for episodes 0 "
+                              f"and 1; e.g. {F0})", 2,
          SEG_GROUP, {"video_key": FRONT})]
     assert UNKNOWN_LENGTH not in _notes(r)
     # not the first file of its camera: no header, no duration, the segment is not checked, and the report says so
@@ -721,8 +722,8 @@ def test_v2_episode_longer_than_its_file_by_duration(v2, fragmented, tmp_path):
     assert _seg(_run(root)[0]) == [_v2_f010(0, 16, FRONT, "lasts 0.750 s", V2F[0])]
     r, _ = _run(root, all_videos=True)
     first = _v2_f010(0, 16, FRONT, "lasts 0.750 s", V2F[0])
-    assert _seg(r) == [first[:3] + (f"{first[3]} (2 occurrences: videos are shorter than their episodes; e.g. "
-                                    f"{V2F[0]}, {V2F[1]})", 2, first[5], {"video_key": FRONT})]
+    assert _seg(r) == [first[:3] + (f"{first[3]} (2 occurrences: videos are shorter than their episodes, for "
+                                    f"episodes 0 and 1; e.g. {V2F[0]}, {V2F[1]})", 2, first[5], {"video_key": FRONT})]
     # six frames last 0.75 s: a 6-frame episode fits, a 7-frame one does not
     _v2_lengths(root, {0: 6, 1: 7})
     r, _ = _run(root, all_videos=True)

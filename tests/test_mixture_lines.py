@@ -57,7 +57,9 @@ def test_entries_with_different_requests_stay_apart(two_datasets, monkeypatch):
     mix = two_datasets / "subsets.txt"
     mix.write_text("./a episodes=0\n./a episodes=1\n./a episodes=0\n./a episodes=7\n")
     reports = validate([str(mix)])
-    assert [r.target for r in reports] == ["./a episodes=0", "./a episodes=1", "./a episodes=7"]
+    # named by their path, never with the line's options; the request is the report's subset
+    assert [r.target for r in reports] == ["./a", "./a", "./a"]
+    assert [r.subset for r in reports] == [{"episodes": [0]}, {"episodes": [1]}, {"episodes": [7]}]
     assert [f.check for f in reports[2].findings if f.check.startswith("M")] == ["M004"]
 
 

@@ -72,7 +72,8 @@ def test_last_frame_timestamp_convention_is_one_grouped_warning():
         "episode 0 (observation.images.front): to_timestamp - from_timestamp = 0.9667 s is -1.00 frame off length / "
         "fps = 1.0000 s (to_timestamp is the last frame's timestamp, from_timestamp + (length - 1) / fps); every "
         "frame query from_timestamp + k/30 lands on a frame within tolerance_s (3 occurrences: episode video segments "
-        "of observation.images.front follow a one-frame-off convention; e.g. videos/observation.images.front/"
+        "of observation.images.front follow a one-frame-off convention, for episodes 0-2; e.g. "
+        "videos/observation.images.front/"
         "chunk-000/file-000.mp4)")]
     assert not r.has_errors
 

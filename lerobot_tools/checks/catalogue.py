@@ -48,6 +48,14 @@ _CHECKS = [
           "on less data; other loaders raise IndexError.",
           "Restrict the episode list to indices the dataset has.",
           **_MIXTURE),
+    Check("M005", "episodes-none-selected", ERROR, "A mixture entry selects no episode.",
+          "The entry's `episodes` minus its `excluded_episodes` (OpenTau) against the episode indices in the "
+          "metadata: an `excluded_episodes` covering every episode, or every requested one, or an empty `episodes`.",
+          "lrtool's `MixtureDataset` raises DatasetError 'no episodes selected' and its `FrameDataset` 'no episodes "
+          "to load' (lerobot_tools/loaders/mixture.py, frames.py), so the mixture does not load at all; a loader "
+          "that skips the entry silently trains without the dataset.",
+          "Shorten excluded_episodes, or remove the entry from the mixture.",
+          **_MIXTURE),
     # ------------------------------------------------------------------ I: info.json
     Check("I001", "info-missing", ERROR, "meta/info.json is missing: not a LeRobot dataset.",
           "The dataset root must hold meta/info.json.",

@@ -15,6 +15,7 @@ from typing import Any
 from lerobot_tools.checks import catalogue
 from lerobot_tools.dataset.footers import FooterInfo
 from lerobot_tools.dataset.model import Dataset
+from lerobot_tools.dataset.subset import EpisodeSubset
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.findings import Finding, NotChecked
 from lerobot_tools.sniff import Sniff
@@ -78,6 +79,9 @@ class CheckContext:
         #: missing referenced files found under a neighbouring layout (found path -> expected path): they are
         #: named by F001/F002, never reported again as unreferenced (F003)
         self.relocated: dict[str, str] = {}
+        #: the episodes the target reads (:class:`lerobot_tools.dataset.subset.EpisodeSubset`): files of the others
+        #: that are absent or placeholders are "not requested" (:func:`lerobot_tools.checks.targets.not_requested`)
+        self.subset = EpisodeSubset.of(target)
 
     # -------------------------------------------------------------- selection
     def enabled(self, *check_ids: str) -> bool:
@@ -90,7 +94,7 @@ class CheckContext:
 
     # -------------------------------------------------------------- output
     def emit(self, check_id: str, message: str, path: str | None = None, *,
-             severity: str | None = None, group: str | None = None, **subject: Any) -> None:
+             severity: str | None = None, group: str | None = None, episodes: Any = (), **subject: Any) -> None:
         """Record a finding of ``check_id`` (dropped when the check is not selected).
 
         Args:
@@ -98,6 +102,9 @@ class CheckContext:
             path: file concerned, relative to the dataset root.
             severity: overrides the catalogue severity (the message must say why).
             group: findings of one check with the same key are merged into one (count + first paths).
+            episodes: the episodes this occurrence concerns when its message says nothing else (a file's
+                episodes): a group of them is headed by its title and every episode it concerns
+                (:attr:`lerobot_tools.findings.Finding.episodes`).
             subject: what the finding is about (``feature=``, ``video_key=``, ``episode=``, ``task=``,
                 ``key=``, ``file_kind=``; see :data:`lerobot_tools.findings.SUBJECT_KEYS`); None values are
                 left out.
@@ -109,7 +116,8 @@ class CheckContext:
             return
         sev = severity or catalogue.get(check_id).severity
         subj = {k: v for k, v in subject.items() if v is not None}
-        self.findings.append(Finding(check_id, sev, path, message, group=group, subject=subj))
+        self.findings.append(Finding(check_id, sev, path, message, group=group, subject=subj,
+                                     episodes=tuple(episodes or ())))
 
     def skip(self, checks: str, reason: str) -> None:
         """Record that ``checks`` (IDs or a family description) did not run, and why."""

@@ -62,7 +62,8 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
     t0 = time.perf_counter()
     ctx = CheckContext(target, options, observer or FileObserver())
     report = DatasetReport(target=target.spec, root=str(target.root) if target.root else None,
-                           codebase_version=None, source=target.source, notes=list(target.notes))
+                           codebase_version=None, source=target.source, notes=list(target.notes),
+                           subset=ctx.subset.to_dict() or None)
     if target.error:
         ctx.emit(target.error_check, target.error)
         ctx.skip("all checks", "the target could not be resolved")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from lerobot_tools._parallel import thread_map
 from lerobot_tools.checks.context import CheckContext
+from lerobot_tools.checks.targets import not_requested, unrequested as unrequested_file
 from lerobot_tools.dataset.footers import read_footer
 from lerobot_tools.dataset.ondisk import data_files_from_layout, files_fitting
 from lerobot_tools.dataset.placeholders import (  # noqa: F401  (re-exported)
@@ -104,6 +105,7 @@ def run(ctx: CheckContext) -> None:
                  f"the episode metadata is unreadable; data files taken from {layout.source}")
     ctx.data_files = data_files
     missing = []
+    unrequested = []  # absent or placeholder files of episodes the target does not read: at most info
     paths = [_locate(ds, df.relpath) for df in data_files]
     reads = thread_map(_read_data_file, [(p, df.relpath) for df, p in zip(data_files, paths)
                                          if not isinstance(p, DatasetError)], io_bound=True)
@@ -114,6 +116,10 @@ def run(ctx: CheckContext) -> None:
             ctx.bad_data_files.add(rel)
             continue
         s, footer = next(reads)
+        if layout is None and unrequested_file(ctx, df, s.kind):
+            unrequested.append((df, s.kind))
+            ctx.bad_data_files.add(rel)
+            continue
         if s.kind == "missing":
             missing.append(df)
             ctx.bad_data_files.add(rel)
@@ -137,7 +143,8 @@ def run(ctx: CheckContext) -> None:
                 msg = f"data file for episode(s) {format_episodes(df.episodes)} is missing"
             else:
                 msg = f"data file for episode {format_episodes(df.episodes)} is missing (named by {layout.source})"
-            ctx.emit("F001", msg, df.relpath, group="data files are missing", file_kind="data")
+            ctx.emit("F001", msg, df.relpath, group="data files are missing", file_kind="data", episodes=df.episodes)
+    not_requested(ctx, "data", unrequested)
     if ctx.bad_data_files:
         ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
                  f"{len(ctx.bad_data_files)} of {len(data_files)} data file(s) missing or unreadable")

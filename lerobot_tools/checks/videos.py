@@ -12,6 +12,7 @@ from __future__ import annotations
 from lerobot_tools._parallel import thread_map
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.files import PLACEHOLDER_CHECKS, _relocated, format_episodes, placeholder_finding
+from lerobot_tools.checks.targets import not_requested, unrequested as unrequested_file
 from lerobot_tools.dataset.ondisk import files_fitting, video_files_from_layout
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.sniff import sniff
@@ -51,6 +52,7 @@ def run(ctx: CheckContext) -> None:
     probe_all = ctx.options.deep or ctx.options.all_videos
     probes = {}
     missing = []
+    unrequested = []  # absent or placeholder files of episodes the target does not read: at most info
     # two passes over a thread pool, emitting in file order: sniff every file, then probe those that may be
     # videos (the decoder header of the first of each video key, or of all)
     located = []
@@ -79,6 +81,9 @@ def run(ctx: CheckContext) -> None:
     for vf, path, s, with_header in plan:
         if isinstance(path, DatasetError):
             ctx.emit("I008", path.message, vf.relpath, key="video_path", video_key=vf.video_key)
+            continue
+        if layout is None and unrequested_file(ctx, vf, s.kind):
+            unrequested.append((vf, s.kind))
             continue
         if s.kind == "missing":
             missing.append(vf)
@@ -109,7 +114,8 @@ def run(ctx: CheckContext) -> None:
             for vf in missing:
                 ctx.emit("F002", f"video file of {vf.video_key} for episode(s) {format_episodes(vf.episodes)} is missing",
                          vf.relpath, group=f"video files of {vf.video_key} are missing", file_kind="video",
-                         video_key=vf.video_key)
+                         video_key=vf.video_key, episodes=vf.episodes)
+    not_requested(ctx, "video", unrequested)
     # a readable file whose header was not read (not the first of its video key, or the first could not be read)
     if use_pyav and not probe_all and any(not with_header for _, _, with_header in probes.values()):
         ctx.skip("F009 (codec/pix_fmt of every file)",

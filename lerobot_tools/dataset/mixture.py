@@ -105,7 +105,9 @@ class MixtureEntry:
     """One dataset named by a mixture file.
 
     Attributes:
-        spec: the entry as written (a line, or a JSON summary).
+        spec: the dataset as the entry names it: a text line's repo id or path (its ``episodes=``/``weight=``
+            options are in the other fields, never in the name), a JSON entry's ``repo_id`` or ``root``; a
+            malformed entry keeps the whole line (or a JSON summary), so the report shows what was written.
         source: ``"<file>:<line>"`` or ``"<file>:datasets[i]"``, for messages.
         repo_id: ``org/name`` if given.
         revision: branch, tag or commit SHA if given (never parsed as a version).
@@ -296,6 +298,7 @@ def _parse_text_line(line: str, base: Path) -> MixtureEntry:
             entry.error = f"unknown option {key!r} (known: episodes, revision, weight)"
             break
     if entry.error is None:
+        entry.spec = head  # the dataset as named; its options are data (episodes, weight), never part of its name
         _assign_target(entry, head, base)
     return entry
 

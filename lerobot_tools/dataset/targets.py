@@ -53,7 +53,9 @@ class Target:
     """A dataset to work on, as resolved from a TARGET argument or a mixture entry.
 
     Attributes:
-        spec: what the user wrote (argument or mixture entry).
+        spec: the dataset as the user named it: the argument, or the mixture entry's repo id or path (never
+            with the entry's options, which are in ``episodes``, ``weight``...; see
+            :attr:`lerobot_tools.dataset.mixture.MixtureEntry.spec`).
         root: the resolved dataset folder, or None when unresolved.
         repo_id, revision: as requested (revision may be None).
         commit: the snapshot commit SHA when resolved through a hub cache.

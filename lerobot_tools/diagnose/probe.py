@@ -10,7 +10,7 @@ from lerobot_tools.dataset.ondisk import video_files_from_layout
 from lerobot_tools.dataset.placeholders import (
     FILE_KIND_LABELS, PLACEHOLDER_CHECKS, UnreadableFileError, describe, file_kind_of, folder_of, shared_causes,
 )
-from lerobot_tools.dataset.subset import EpisodeSubset
+from lerobot_tools.dataset.subset import EpisodeSubset, files_read
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.diagnose.model import (
     ERROR,
@@ -138,8 +138,9 @@ def _files_for(ds, target: Target, notes: list[str], raw: list[Problem], placeho
     When the episode metadata is unreadable, it is reported (as validate does) and the files come from
     ``video_path`` and the folders on disk (:func:`lerobot_tools.dataset.ondisk.video_files_from_layout`);
     returns None when even that fails (the problem is recorded)."""
+    sub = EpisodeSubset.of(target)
     try:
-        files = ds.video_files()
+        read = files_read(ds, sub, data=False)
     except DatasetError as exc:
         if exc.path and (exc.path.startswith("meta/episodes") or isinstance(exc, UnreadableFileError)):
             _unreadable_problem(exc, raw, placeholders, fetch)
@@ -153,12 +154,10 @@ def _files_for(ds, target: Target, notes: list[str], raw: list[Problem], placeho
             return None
         notes.append(f"the episode metadata is unreadable: video files taken from {layout.source}")
         return [(vf.video_key, vf.relpath) for vf in layout.files]
-    sub = EpisodeSubset.of(target)
     if not sub.whole:
-        kept = [vf for vf in files if any(sub.wants(e) for e in vf.episodes)]
-        notes.append(f"episode subset from the mixture: {len(kept)} of {len(files)} video files")
-        files = kept
-    return [(vf.video_key, vf.relpath) for vf in files]
+        total = len(read.videos) + len(read.videos_unread)
+        notes.append(f"episode subset from the mixture ({sub.describe()}): {len(read.videos)} of {total} video files")
+    return [(vf.video_key, vf.relpath) for vf in read.videos]
 
 
 def _relocate_missing(ds, files: list[tuple[str, str]], raw: list[Problem]) -> list[Problem]:

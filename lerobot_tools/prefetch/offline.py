@@ -12,7 +12,7 @@ from lerobot_tools.errors import LrtoolError
 from lerobot_tools.prefetch import local
 from lerobot_tools.prefetch.lock import LockFile
 from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files
-from lerobot_tools.prefetch.report import RepoResult, check_local_entry, new_result, screen_listing, summarise_paths
+from lerobot_tools.prefetch.report import RepoResult, new_result, screen_listing, summarise_paths
 
 
 MAX_REF_BYTES = 1024
@@ -56,6 +56,56 @@ def _offline_commit(job: RepoJob, lock: LockFile | None, res: RepoResult) -> str
     return None
 
 
+def judge_local(job: RepoJob, res: RepoResult) -> None:
+    """Judge a local-folder entry (a path in the mixture: nothing to fetch) by the files its own metadata references.
+
+    The entry is complete when ``meta/info.json``, the episode metadata and the task table read, and every data and
+    video file the entries' episodes read (:func:`lerobot_tools.dataset.subset.files_read`, the union of the
+    entries' subsets: what validate, smoke and the loaders read) is on disk, non-empty and not a placeholder (a Git
+    LFS pointer, an error page). Sets ``res.status`` (``complete`` or ``incomplete``), ``needed``/``present``/
+    ``missing`` (in files) and one problem line per kind of absence; reads the first bytes of each file only.
+    """
+    from lerobot_tools.dataset.model import Dataset
+    from lerobot_tools.dataset.placeholders import PLACEHOLDER_CHECKS
+    from lerobot_tools.dataset.subset import EpisodeSubset, files_read
+    from lerobot_tools.errors import DatasetError
+    from lerobot_tools.sniff import sniff
+
+    try:
+        ds = Dataset(job.dest)
+        if ds.layout not in ("v2", "v3"):
+            raise DatasetError(f"codebase_version {ds.codebase_version!r} is not v2.x or v3.0: the files it "
+                               "references are unknown", "meta/info.json")
+        ds.tasks  # noqa: B018  (every loader reads the task table: a missing or placeholder one is incomplete)
+        read = files_read(ds, EpisodeSubset.union(job.selectors, ds.episode_indices))
+    except LrtoolError as exc:
+        res.status = "incomplete"
+        res.problems.append(f"local folder {job.dest}: {exc}")
+        return
+    rels = [f.relpath for f in (*read.data, *read.videos)]
+    by_state: dict[str, list[str]] = {}
+    for rel in rels:
+        try:
+            s = sniff(ds.path(rel))
+        except DatasetError as exc:  # the template leads outside the dataset
+            by_state.setdefault(f"files refused ({exc.message})", []).append(rel)
+            continue
+        if s.kind == "missing":
+            by_state.setdefault("referenced files missing", []).append(rel)
+        elif s.kind in PLACEHOLDER_CHECKS:
+            by_state.setdefault(f"referenced files are placeholders ({s.kind})", []).append(rel)
+        elif s.kind != "ok":
+            by_state.setdefault("referenced files unreadable", []).append(rel)
+    bad = sum(len(v) for v in by_state.values())
+    res.needed, res.present, res.missing = len(rels), len(rels) - bad, bad
+    for label, paths in by_state.items():
+        res.problems.append(summarise_paths(label, paths))
+    res.status = "incomplete" if bad else "complete"
+    what = f"{len(read.data)} data and {len(read.videos)} video file(s)"
+    res.notes.append(f"local folder: nothing to fetch; {what} its metadata references checked on disk"
+                     + ("" if not bad else f", {bad} not usable"))
+
+
 def offline_job(job: RepoJob, lock: LockFile | None) -> RepoResult:
     res = new_result(job)
     t0 = time.perf_counter()
@@ -65,7 +115,7 @@ def offline_job(job: RepoJob, lock: LockFile | None) -> RepoResult:
             res.problems.append(job.error)
             return res
         if job.is_local:
-            check_local_entry(job, res)
+            judge_local(job, res)
             return res
         commit = _offline_commit(job, lock, res)
         if commit is None:

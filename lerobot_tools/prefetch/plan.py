@@ -25,7 +25,7 @@ from pathlib import Path
 
 from lerobot_tools import _env
 from lerobot_tools.dataset.mixture import SHA_RE, MixtureEntry, revision_reason
-from lerobot_tools.dataset.subset import EpisodeSubset
+from lerobot_tools.dataset.subset import EpisodeSubset, files_read
 from lerobot_tools.errors import LrtoolError
 from lerobot_tools.prefetch.local import TreeFile
 
@@ -152,23 +152,14 @@ def episode_files(dest: Path, selectors: list[EpisodeSubset]) -> tuple[set[str],
     if ds.layout not in ("v2", "v3"):
         raise LrtoolError(f"codebase_version {ds.codebase_version!r} is not v2.x or v3.0; cannot map episodes to files",
                           "meta/info.json")
-    known = set(ds.episode_indices)
-    wanted: set[int] = set()
+    known = ds.episode_indices
+    have = set(known)
     problems: list[str] = []
     for s in selectors:
-        if s.episodes is None:
-            wanted |= {i for i in known if s.wants(i)}
-        else:
-            missing = sorted(i for i in s.episodes if i not in known)
+        if s.episodes is not None:
+            missing = sorted(i for i in s.episodes if i not in have)
             if missing:
                 shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
                 problems.append(f"episodes {shown} are not in the dataset's episode metadata")
-            wanted |= {i for i in s.episodes if i in known and s.wants(i)}
-    out: set[str] = set()
-    for f in ds.data_files():
-        if wanted.intersection(f.episodes):
-            out.add(f.relpath)
-    for f in ds.video_files():
-        if wanted.intersection(f.episodes):
-            out.add(f.relpath)
-    return out, problems
+    read = files_read(ds, EpisodeSubset.union(selectors, known))  # what the loaders of these entries read
+    return {f.relpath for f in read.data} | {f.relpath for f in read.videos}, problems

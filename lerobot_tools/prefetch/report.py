@@ -150,16 +150,6 @@ def summarise_paths(label: str, paths: list[str]) -> str:
     return f"{len(paths)} {label}: {shown}"
 
 
-def check_local_entry(job: RepoJob, res: RepoResult) -> None:
-    if (job.dest / "meta" / "info.json").is_file():
-        res.status = "complete"
-        res.notes.append("local folder: nothing to fetch")
-    else:
-        res.status = "incomplete"
-        res.problems.append(f"local folder {job.dest} has no meta/info.json")
-
-
-
 def screen_listing(job: RepoJob, res: RepoResult, tree: dict[str, TreeFile]) -> dict[str, TreeFile]:
     """The listing to work from: every path checked (:func:`lerobot_tools.prefetch.local.check_listing`),
     entries in reserved folders (``.lrtool/``, ``.cache/huggingface/``) dropped with a note.
@@ -210,12 +200,14 @@ def render_text(report: PrefetchReport, out) -> None:
     for row in rows:
         out.write(fmt(row) + "\n")
     for r in report.results:
+        # an entry that could not run (a malformed line) is named with the mixture file and line it comes from
+        label = f"{r.sources[0]}: {r.label}" if r.status == "error" and r.sources else r.label
         for p in r.problems[:MAX_PROBLEMS_SHOWN]:
-            out.write(f"{r.label}: {p}\n")
+            out.write(f"{label}: {p}\n")
         if len(r.problems) > MAX_PROBLEMS_SHOWN:
-            out.write(f"{r.label}: ... and {len(r.problems) - MAX_PROBLEMS_SHOWN} more problems\n")
+            out.write(f"{label}: ... and {len(r.problems) - MAX_PROBLEMS_SHOWN} more problems\n")
         for n in r.notes:
-            out.write(f"{r.label}: note: {n}\n")
+            out.write(f"{label}: note: {n}\n")
     for n in report.notes:
         out.write(f"note: {n}\n")
     n_ok = sum(r.complete for r in report.results)

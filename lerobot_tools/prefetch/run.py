@@ -42,9 +42,9 @@ from lerobot_tools.prefetch.budget import DEFAULT_MAX_WAIT_S, DEFAULT_WINDOW_S, 
 from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy, get_token_to_send
 from lerobot_tools.prefetch.local import TreeFile
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
-from lerobot_tools.prefetch.offline import offline_job
+from lerobot_tools.prefetch.offline import judge_local, offline_job
 from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files, plan_jobs
-from lerobot_tools.prefetch.report import (PrefetchReport, RepoResult, check_local_entry, new_result, screen_listing,
+from lerobot_tools.prefetch.report import (PrefetchReport, RepoResult, new_result, screen_listing,
                                            summarise_paths)
 
 log = logging.getLogger("lerobot_tools.prefetch")
@@ -169,8 +169,8 @@ class _Runner:
                 res.status = "error"
                 res.problems.append(job.error)
                 return
-            if job.is_local:
-                check_local_entry(job, res)
+            if job.is_local:  # nothing to fetch: judged by the files its metadata references, as --offline does
+                judge_local(job, res)
                 return
             commit = self._commit(job, res)
             res.commit = commit
