@@ -57,7 +57,7 @@ def test_json_document_shape():
             assert {"check", "severity", "path", "message"} <= set(f)
             assert f["severity"] in ("error", "warning", "info")
     assert doc["summary"]["datasets"] == 4 and doc["summary"]["datasets_with_errors"] == 2
-    assert doc["summary"]["errors"] == 2
+    assert doc["summary"]["errors"] == 3  # S002, T002 and X012 (broken_missing_task_label has no camera)
 
 
 def test_grouped_finding_names_count_and_first_paths():

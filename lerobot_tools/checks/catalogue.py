@@ -605,6 +605,18 @@ _CHECKS = [
           "and lrtool's MixtureDataset refuses the mixture.",
           "Give the dataset a weight or remove it from the mixture.",
           **_MIXTURE),
+    Check("X012", "mixture-cameras-lost", ERROR, "The mixture's batches lose every camera a dataset provides.",
+          "Mixture files only. A dataset with camera features (video or image, after its name mapping) none of "
+          "which is common to every dataset of the mixture: the common sample schema (the names every dataset "
+          "provides) then holds none of its cameras. Reported on each such dataset, naming the datasets that lack "
+          "its cameras.",
+          "Silently reads wrong data: a mixture batch holds only the names every dataset provides "
+          "(`default_collate` takes the keys of a batch's first sample; lrtool's `MixtureDataset` and OpenTau's "
+          "mixture keep the common keys, lerobot_tools/dataset/mixture_schema.py), so the whole run trains without "
+          "the images this dataset was recorded with, and nothing fails.",
+          "Map one camera of every dataset to a common role (`data_features_name_mapping`, e.g. `camera0`), or "
+          "train the datasets without cameras in a separate mixture.",
+          **_MIXTURE),
 ]
 
 CATALOGUE: dict[str, Check] = {c.id: c for c in _CHECKS}

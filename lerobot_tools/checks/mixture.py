@@ -146,6 +146,7 @@ def check_mixture(spec: MixtureSpec, targets: list[Target], reports: list[Datase
         return
     schema = mixture_schema([(m.ds.features, m.target.feature_mapping) for m in members])
     _features(members, schema, emit)
+    _cameras_lost(members, schema, emit)
     _rates(members, spec, options, emit)
     _versions(members, emit)
     _stats(members, schema, emit)
@@ -197,6 +198,50 @@ def _features(members: list[_Member], schema: MixtureSchema, emit: _Emitter) -> 
                     emit(members[i], "X003", f"{d.name!r}{alias} is {_what(d.what, variant)} here, "
                          f"{_what(d.what, majority)} in {len(major_idx)} of {n} datasets (e.g. "
                          f"{_names(members, major_idx, 2)}): collate cannot stack them", feature=d.name)
+
+
+# ---------------------------------------------------------------------- X012 cameras lost
+def _cameras_lost(members: list[_Member], schema: MixtureSchema, emit: _Emitter) -> None:
+    """X012: datasets with cameras none of which is common to the mixture, so batches carry none of their images.
+
+    A *loser* has cameras (after its mapping), none common and none a role (a camera the mapping asks for is not
+    dropped: a dataset without it is X001, which the loader refuses). Its *culprits* are the datasets that lack
+    every one of its cameras (typically: no camera at all). The finding goes where the cause is, once: on each
+    culprit when they are no more than the losers (one camera-less dataset in a mixture of 400 with cameras is
+    one finding, not 399), else on each loser; the dropped camera features are X002 as well.
+    """
+    n = len(members)
+    if n < 2:
+        return
+    cams_of = [[name for name, spec in feats.items() if spec.kind == "camera"] for feats in schema.per_dataset]
+    losers = [i for i in range(n) if cams_of[i]
+              and not any(c in schema.common or c in schema.roles for c in cams_of[i])]
+    if not losers:
+        return
+    lack = {i: [j for j in range(n) if j != i and not any(c in schema.per_dataset[j] for c in cams_of[i])]
+            for i in losers}
+    culprits = sorted({j for i in losers for j in lack[i]})
+    if culprits and len(culprits) <= len(losers):
+        for j in culprits:
+            lost = [i for i in losers if j in lack[i]]
+            names = list(dict.fromkeys(c for i in lost for c in cams_of[i]))
+            what = "has no camera" if not cams_of[j] else f"has none of their cameras (its own: {_cams(cams_of[j])})"
+            emit(members[j], "X012", f"this dataset {what}, so the mixture's batches carry no camera of {len(lost)} "
+                 f"of {n} datasets ({_cams(names)}; e.g. {_names(members, lost, 2)}): the mixture trains without "
+                 "their images; map a camera of every dataset to a common role, or leave this dataset out",
+                 feature=names if len(names) > 1 else names[0])
+        return
+    for i in losers:
+        others = lack[i] or [j for j in range(n) if j != i and not all(c in schema.per_dataset[j] for c in cams_of[i])]
+        why = (f"{len(lack[i])} of {n} datasets have none of them" if lack[i]
+               else f"each is missing from some of the {n} datasets")
+        emit(members[i], "X012", f"every camera of this dataset ({_cams(cams_of[i])}) is left out of the mixture's "
+             f"batches: {why} (e.g. {_names(members, others, 2)}), so the mixture trains without its images; map a "
+             "camera of every dataset to a common role", feature=cams_of[i] if len(cams_of[i]) > 1 else cams_of[i][0])
+
+
+def _cams(names: list[str]) -> str:
+    return ", ".join(map(repr, names[:3])) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def _what(what: str, value: str) -> str:
