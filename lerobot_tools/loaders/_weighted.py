@@ -41,10 +41,11 @@ def apportion(weights: np.ndarray, capacity: np.ndarray, total: int) -> np.ndarr
         ValueError: no dataset with frames has a positive weight.
     """
     w = np.where(np.asarray(capacity) > 0, np.asarray(weights, dtype=np.float64), 0.0)
-    if total > 0 and w.sum() <= 0:
+    if total > 0 and w.max(initial=0.0) <= 0:
         raise ValueError("no dataset with frames has a positive weight: nothing can be sampled")
     if total == 0:
         return np.zeros(len(w), dtype=np.int64)
+    w = w / w.max()  # finite weights near 1.8e308 sum to inf; relative to the largest they cannot
     raw = total * w / w.sum()
     q = np.floor(raw).astype(np.int64)
     short = total - int(q.sum())

@@ -240,8 +240,9 @@ class MixtureDataset(torch.utils.data.Dataset):
             w = np.asarray([float(x) for x in weights], dtype=np.float64)
             if w.shape != (len(self.members),) or not np.isfinite(w).all() or (w < 0).any():
                 raise ValueError(f"weights must be {len(self.members)} finite numbers >= 0, got {list(weights)}")
-        if w.sum() <= 0:
+        if w.max(initial=0.0) <= 0:
             raise ValueError("every dataset has weight 0: nothing can be sampled")
+        w = w / w.max()  # finite weights up to 1.8e308 each: their sum must not overflow to inf (w / inf = 0)
         self.weights = w / w.sum()
 
     def _refuse_incompatible(self) -> None:
