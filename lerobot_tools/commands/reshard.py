@@ -31,9 +31,12 @@ from lerobot_tools.errors import LrtoolError
               help="Report whether the resulting shard count divides evenly across N ranks.")
 @format_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on a terminal).")
+@click.option("--verbose", "-v", is_flag=True,
+              help="One line per file (default: more than 3 files with the same action are one summary line).")
 @lock_timeout_option
 @distributed_options
-def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, progress, lock_timeout, dist):
+def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, progress, verbose, lock_timeout,
+            dist):
     """Rewrite data parquet into page-indexed row groups, one episode per row group.
 
     TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches, or a
@@ -63,9 +66,10 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
             options.check()
         except LrtoolError as exc:
             fail(str(exc))
-        run_distributed_targets(dist, "reshard", targets, lambda resolved: make_spec(resolved, options), {"format": fmt})
+        run_distributed_targets(dist, "reshard", targets, lambda resolved: make_spec(resolved, options),
+                                {"format": fmt, "verbose": verbose})
     try:
         run = run_reshard(targets, options, jobs=jobs, progress=progress)
     except LrtoolError as exc:
         fail(str(exc))
-    finish(run, fmt)
+    finish(run, fmt, render=lambda result, out: result.render_text(out, verbose=verbose))

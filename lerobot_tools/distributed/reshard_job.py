@@ -213,7 +213,7 @@ class ReshardJob:
             for line in errors(result):
                 print(f"lrtool: error: {line}", file=sys.stderr)
         else:
-            render_text(result, out)
+            render_text(result, out, verbose=bool(render.get("verbose")))
         return exit_status(result)
 
 

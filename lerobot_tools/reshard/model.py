@@ -262,11 +262,12 @@ class ReshardRun:
 
         return to_json(self)
 
-    def render_text(self, out: IO[str], *, color: bool = False) -> None:
-        """The human report (:func:`lerobot_tools.reshard.render.render_text`; no colours)."""
+    def render_text(self, out: IO[str], *, color: bool = False, verbose: bool = False) -> None:
+        """The human report (:func:`lerobot_tools.reshard.render.render_text`; no colours; ``verbose``: one line per
+        file)."""
         from lerobot_tools.reshard.render import render_text
 
-        render_text(self, out)
+        render_text(self, out, verbose=verbose)
 
     def error_lines(self) -> list[str]:
         """One line per failed dataset or file (:func:`lerobot_tools.reshard.render.errors`)."""

@@ -8,6 +8,7 @@ the model imports this module lazily to render itself, so the two do not import 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, IO, Iterator
@@ -35,11 +36,76 @@ def _join(root: str, rel: str) -> str:
     return str(Path(root) / rel)
 
 
-def render_text(run: Any, out: IO[str]) -> None:
-    """Per dataset: one line per file (status, row groups before -> after, bytes, seconds, why), the
-    shard count, then a summary line."""
+#: a run of more than this many files with the same action is one summary line (``--verbose`` lists them all)
+MAX_LISTED = 3
+
+_LABELS = {"resharded": "resharded", "conforms": "conforms", "planned": "would reshard", "skipped": "skipped",
+           "failed": "FAILED"}
+_NUMBER = re.compile(r"\d+(\.\d+)?")
+
+
+def _action_key(f: Any) -> tuple:
+    """What makes two files' actions the same: status, why (numbers aside: "1 of 1" and "2 of 3 row group(s) span
+    several episodes" are one reason), the kinds of notes, and the error of a failed or skipped file."""
+    def norm(texts: list[str]) -> tuple[str, ...]:
+        return tuple(_NUMBER.sub("#", t) for t in texts)
+
+    return f.status, norm(f.reasons), norm(f.notes), f.error
+
+
+def _file_line(f: Any, out: IO[str]) -> None:
+    """Today's per-file line (status, row groups before -> after, bytes, seconds, why) and its notes."""
     from lerobot_tools.sniff import human_size
 
+    label = _LABELS[f.status]
+    if f.status in ("failed", "skipped"):
+        out.write(f"  {label:<13} {f.relpath}: {f.error}\n")
+        return
+    rg = (f"row groups {f.row_groups_before}" if f.status == "conforms"
+          else f"row groups {f.row_groups_before} -> {f.row_groups_after}")
+    size = (f"{human_size(f.bytes_before)} -> {human_size(f.bytes_after)}" if f.status == "resharded"
+            else human_size(f.bytes_before))
+    tail = "already episode-aligned, skipped" if f.status == "conforms" else "; ".join(f.reasons)
+    out.write(f"  {label:<13} {f.relpath}  {rg}  {size}  {f.seconds:.2f} s  ({tail})\n")
+    for note in f.notes:
+        out.write(f"                note: {note}\n")
+
+
+def _group_lines(files: list[Any], out: IO[str]) -> None:
+    """One summary of files whose action is the same (:func:`_action_key`): the count, the totals, the first
+    file's reasons and notes, then the first :data:`MAX_LISTED` paths and how many more."""
+    from lerobot_tools.sniff import human_size
+
+    f0, n = files[0], len(files)
+    label = _LABELS[f0.status]
+    if f0.status in ("failed", "skipped"):
+        head = f"{n} files: {f0.error}"
+    else:
+        def total(attr: str) -> int:
+            return sum(getattr(f, attr) or 0 for f in files)
+
+        rg = (f"row groups {total('row_groups_before')}" if f0.status == "conforms"
+              else f"row groups {total('row_groups_before')} -> {total('row_groups_after')}")
+        size = (f"{human_size(total('bytes_before'))} -> {human_size(total('bytes_after'))}"
+                if f0.status == "resharded" else human_size(total("bytes_before")))
+        why = "already episode-aligned, skipped" if f0.status == "conforms" else "; ".join(f0.reasons)
+        if f0.status != "conforms" and any(f.reasons != f0.reasons for f in files):
+            why = f"e.g. {why}"
+        head = f"{n} files  {rg}  {size}  {sum(f.seconds for f in files):.2f} s  ({why})"
+    out.write(f"  {label:<13} {head}\n")
+    for note in f0.notes:
+        out.write(f"                note: {note}" + ("" if all(f.notes == f0.notes for f in files)
+                                                     else " (first file; the others alike)") + "\n")
+    shown = ", ".join(f.relpath for f in files[:MAX_LISTED])
+    out.write(f"                {shown} and {n - MAX_LISTED} more (--verbose lists every file)\n")
+
+
+def render_text(run: Any, out: IO[str], *, verbose: bool = False) -> None:
+    """Per dataset: the files by action, then the shard count, then a summary line.
+
+    A run of more than :data:`MAX_LISTED` files with the same action (same status and reasons, numbers aside; the
+    same error) is summarised in two lines: the count with the totals (row groups, bytes, seconds) and the first
+    paths; so a 1,000-file dataset fits a screen. ``verbose`` lists one line per file."""
     dry = run.options.dry_run
     for d in run.datasets:
         head = d.target + (f" ({d.codebase_version})" if d.codebase_version else "")
@@ -52,22 +118,19 @@ def render_text(run: Any, out: IO[str]) -> None:
             verb = "would remove" if dry else "removed"
             out.write(f"  {verb} {len(d.removed_temps)} stale temporary file(s) from an interrupted run: "
                       f"{', '.join(d.removed_temps[:3])}{' ...' if len(d.removed_temps) > 3 else ''}\n")
-        for f in d.files:
-            label = {"resharded": "resharded", "conforms": "conforms", "planned": "would reshard",
-                     "skipped": "skipped", "failed": "FAILED"}[f.status]
-            if f.status in ("failed", "skipped"):
-                out.write(f"  {label:<13} {f.relpath}: {f.error}\n")
-                continue
-            rg = (f"row groups {f.row_groups_before}" if f.status == "conforms"
-                  else f"row groups {f.row_groups_before} -> {f.row_groups_after}")
-            if f.status == "resharded":
-                size = f"{human_size(f.bytes_before)} -> {human_size(f.bytes_after)}"
-            else:
-                size = human_size(f.bytes_before)
-            tail = "already episode-aligned, skipped" if f.status == "conforms" else "; ".join(f.reasons)
-            out.write(f"  {label:<13} {f.relpath}  {rg}  {size}  {f.seconds:.2f} s  ({tail})\n")
-            for note in f.notes:
-                out.write(f"                note: {note}\n")
+        if verbose:
+            for f in d.files:
+                _file_line(f, out)
+        else:
+            groups: dict[tuple, list[Any]] = {}
+            for f in d.files:
+                groups.setdefault(_action_key(f), []).append(f)
+            for files in groups.values():
+                if len(files) > MAX_LISTED:
+                    _group_lines(files, out)
+                else:
+                    for f in files:
+                        _file_line(f, out)
         if d.shards is not None:
             pre = "planned shards" if dry else "shards"
             out.write(f"  {pre}: {d.shards.message()}\n")
@@ -79,10 +142,12 @@ def render_text(run: Any, out: IO[str]) -> None:
                   f"(row groups {s['row_groups_before']} -> {s['row_groups_after']}), {s['conforms']} already conform, "
                   f"{_skipped(s)}{s['failed']} failed{failed_ds}; nothing written\n")
     else:
+        from lerobot_tools.sniff import human_size
+
         out.write(f"Summary: {s['files']} file(s) in {s['datasets']} dataset(s): {s['resharded']} resharded, "
-                  f"{s['conforms']} already conform, {_skipped(s)}{s['failed']} failed{failed_ds}; row groups {s['row_groups_before']} -> "
-                  f"{s['row_groups_after']}; {human_size(s['bytes_before'])} -> {human_size(s['bytes_after'])}; "
-                  f"{s['seconds']:.1f} s\n")
+                  f"{s['conforms']} already conform, {_skipped(s)}{s['failed']} failed{failed_ds}; row groups "
+                  f"{s['row_groups_before']} -> {s['row_groups_after']}; {human_size(s['bytes_before'])} -> "
+                  f"{human_size(s['bytes_after'])}; {s['seconds']:.1f} s\n")
 
 
 def _skipped(summary: dict) -> str:
