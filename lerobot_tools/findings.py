@@ -69,6 +69,7 @@ class Finding:
     episodes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        self.episodes = tuple(self.episodes)  # a list when rebuilt from JSON (a scaled-out run's parts)
         unknown = set(self.subject) - set(SUBJECT_KEYS)
         if unknown:
             raise ValueError(f"unknown subject key(s) {sorted(unknown)} (known: {', '.join(SUBJECT_KEYS)})")
