@@ -38,3 +38,34 @@ class CommandResult(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
     def render_text(self, out: IO[str], *, color: bool = False) -> None: ...
+
+
+#: The keys every command's ``--format json`` document starts with (docs/output.md).
+DOCUMENT_KEYS = ("command", "datasets", "summary", "exit_status")
+
+
+def document(command: str, datasets: list, summary: dict[str, Any], exit_status: int, **own: Any) -> dict[str, Any]:
+    """A command's JSON document: the top level every command shares, then its own keys (docs/output.md).
+
+    Args:
+        command: the command's name as typed (``"validate"``, ``"diagnose-decode"``...).
+        datasets: one JSON object per dataset (a target, a repo a prefetch fetched), in order.
+        summary: totals over the datasets.
+        exit_status: the status the command exits with (:data:`OK` or :data:`FAILED`...).
+        own: the command's other top-level keys (``options``, ``mixture``...), after the shared ones.
+
+    Raises:
+        ValueError: ``own`` repeats a shared key (a programming error).
+    """
+    clash = set(own) & set(DOCUMENT_KEYS)
+    if clash:
+        raise ValueError(f"{sorted(clash)} are shared top-level keys, not a command's own")
+    return {"command": command, "datasets": datasets, "summary": summary, "exit_status": exit_status, **own}
+
+
+def status_summary(statuses: list[int]) -> dict[str, int]:
+    """``summary`` of a command whose datasets each end with an exit status (repair): how many ended with
+    each of :data:`OK`, :data:`FAILED` and :data:`CANNOT_RUN`."""
+    return {"datasets": len(statuses), "ok": sum(1 for s in statuses if s == OK),
+            "failed": sum(1 for s in statuses if s == FAILED),
+            "cannot_run": sum(1 for s in statuses if s == CANNOT_RUN)}

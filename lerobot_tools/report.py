@@ -158,7 +158,7 @@ def render_text(reports: list[DatasetReport], out: IO[str], *, color: bool = Fal
 
 
 def render_json(reports: list[DatasetReport], out: IO[str]) -> None:
-    """One JSON document on ``out`` (schema in README: ``datasets`` and ``summary``)."""
+    """One JSON document on ``out`` (:meth:`ValidateResult.to_dict`, docs/output.md)."""
     json.dump(ValidateResult(reports).to_dict(), out, indent=2, ensure_ascii=False)
     out.write("\n")
 
@@ -176,8 +176,10 @@ class ValidateResult:
         return exit_status(self.reports)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document: ``datasets`` (one per target) and ``summary`` (:func:`summarize`)."""
-        return {"datasets": [r.to_dict() for r in self.reports], "summary": summarize(self.reports)}
+        """The JSON document (docs/output.md): ``datasets`` (one per target), ``summary`` (:func:`summarize`)."""
+        from lerobot_tools.exitcodes import document
+
+        return document("validate", [r.to_dict() for r in self.reports], summarize(self.reports), self.exit_status)
 
     def render_text(self, out: IO[str], *, color: bool = False) -> None:
         """The human report (:func:`render_text`)."""

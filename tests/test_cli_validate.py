@@ -48,7 +48,8 @@ def test_unreadable_mixture_file_exits_2_with_one_line(tmp_path):
 def test_json_document_shape():
     code, doc = run_json("validate", FIXTURES / "mixture.txt")
     assert code == 1
-    assert set(doc) == {"datasets", "summary"}
+    assert set(doc) == {"command", "datasets", "summary", "exit_status"}  # the shared top level, docs/output.md
+    assert doc["command"] == "validate" and doc["exit_status"] == 1
     ds = doc["datasets"]
     assert [d["codebase_version"] for d in ds] == ["v2.1", "v3.0", "v3.0", "v2.1"]
     for d in ds:

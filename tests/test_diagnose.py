@@ -300,7 +300,9 @@ def test_cli_json_parses(data):
     code, out, _ = run_cli(ds, "--gpu", "H100", "--frames", "2", "--format", "json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["lrtool"] == "diagnose-decode" and doc["gpu"]["model"] == "H100" and doc["gpu"]["cc"] == "9.0"
+    # the top level every command shares (docs/output.md), then its own keys
+    assert list(doc)[:4] == ["command", "datasets", "summary", "exit_status"] and doc["exit_status"] == 0
+    assert doc["command"] == "diagnose-decode" and doc["gpu"]["model"] == "H100" and doc["gpu"]["cc"] == "9.0"
     g = doc["datasets"][0]["groups"][0]
     assert g["codec"] == "av1" and g["verdict"]["decodable"] == "no" and g["decode"]["cpu"]["frames"] == 2
     assert doc["summary"]["nvdec"]["no"] == 1 and doc["environment"]["torchcodec"]["version"]

@@ -483,7 +483,7 @@ def test_two_processes_on_one_destination(tmp_path):
         # file locks: each file crossed the network once, whichever process fetched it
         assert len(srv.requests("get")) == len(V21) + len(V30)
         reports = [json.loads(o) for o, _ in outs]
-        downloaded = sum(r["downloaded"] for rep in reports for r in rep["repos"])
+        downloaded = sum(r["downloaded"] for rep in reports for r in rep["datasets"])
         assert downloaded == len(V21) + len(V30)
 
 

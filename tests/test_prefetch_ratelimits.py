@@ -362,4 +362,4 @@ def test_lfs_redirect_hops_count_as_cdn_not_resolvers(tmp_path, clock):
         assert rep.requests_by_bucket == {"api": 2, "resolvers": len(V21), "cdn": len(lfs)}
         assert rep.requests == srv.total() + cdn.total()
         text = rep.to_dict()
-        assert text["repos"][0]["requests_by_bucket"] == rep.requests_by_bucket
+        assert text["datasets"][0]["requests_by_bucket"] == rep.requests_by_bucket

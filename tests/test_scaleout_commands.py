@@ -130,8 +130,8 @@ def test_prefetch_shards_split_the_budget_and_write_the_lock_once(tmp_path):
         r = lrtool("report", tmp_path / "parts", "--format", "json")
         assert r.returncode == 0, r.stderr[-2000:]
         doc = json.loads(r.stdout)
-        assert [x["repo_id"] for x in doc["repos"]] == list(repos)
-        assert all(x["status"] == "complete" for x in doc["repos"])
+        assert [x["repo_id"] for x in doc["datasets"]] == list(repos)
+        assert all(x["status"] == "complete" for x in doc["datasets"])
         assert doc["requests"] == srv.total()
         assert doc["budgets"]["resolvers"]["limits"][0]["quota"] == 500  # each task took half of 1000
         for repo, files in repos.items():

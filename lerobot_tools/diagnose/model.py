@@ -332,14 +332,15 @@ class Diagnosis:
         }
 
     def to_dict(self) -> dict:
-        return {
-            "lrtool": "diagnose-decode",
+        """The JSON document (docs/output.md): ``datasets``, ``summary``, ``exit_status``, then the options, the
+        environment probed and the GPU the verdicts are for."""
+        from lerobot_tools.exitcodes import document
+
+        return document("diagnose-decode", [d.to_dict() for d in self.datasets], self.summary(), self.exit_status, **{
             "options": asdict(self.options),
             "environment": self.environment.to_dict() if self.environment is not None else None,
             "gpu": self.gpu.to_dict() if self.gpu else None,
             "gpu_note": self.gpu_note,
             "device_problem": self.device_problem,
             "cuda_probe_error": self.cuda_probe_error,
-            "datasets": [d.to_dict() for d in self.datasets],
-            "summary": self.summary(),
-        }
+        })

@@ -98,6 +98,7 @@ class RepairJob:
         """Print as ``lrtool repair`` does; the first dataset that could not be processed ends it with exit 2."""
         import sys
 
+        from lerobot_tools.exitcodes import document, status_summary
         from lerobot_tools.repair import diff
 
         done = [d for d in result["datasets"] if "fatal" not in d]
@@ -105,7 +106,9 @@ class RepairJob:
         status = max([d["status"] for d in done], default=0)
         if render.get("format") == "json":
             if fatal is None:
-                out.write(diff.dumps({"datasets": [d["json"] for d in done], "status": status}))
+                summary = status_summary([d["status"] for d in done])
+                out.write(diff.dumps(document("repair", [d["json"] for d in done], summary, status,
+                                              undo=result["undo"], dry_run=result["dry_run"])))
         else:
             for d in done:
                 out.write(d["text"])

@@ -77,6 +77,7 @@ class RepoResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "target": self.label, "root": str(self.dest),
             "repo_id": self.repo_id, "revision": self.revision, "commit": self.commit,
             "commit_from": self.commit_from, "dest": str(self.dest), "sources": self.sources,
             "kind": self.kind, "status": self.status, "needed": self.needed, "present": self.present,
@@ -128,16 +129,25 @@ class PrefetchReport:
     def exit_status(self) -> int:
         return 0 if all(r.complete for r in self.results) else 1
 
+    def summary(self) -> dict[str, Any]:
+        """Totals: repos (``datasets``) by status, requests, 429 answers, bytes downloaded and missing, seconds."""
+        by = {s: sum(1 for r in self.results if r.status == s) for s in ("complete", "incomplete", "error")}
+        return {"datasets": len(self.results), **by, "requests": self.requests, "rate_limited": self.rate_limited,
+                "bytes_downloaded": sum(r.bytes_downloaded for r in self.results),
+                "bytes_missing": sum(r.bytes_missing for r in self.results), "seconds": round(self.seconds, 3)}
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "mixture": str(self.mixture), "endpoint": self.endpoint, "offline": self.offline,
-            "dry_run": self.dry_run, "lock": str(self.lock_path) if self.lock_path else None,
-            "lock_written": self.lock_written, "requests": self.requests,
-            "requests_by_bucket": self.requests_by_bucket, "rate_limited": self.rate_limited,
-            "budgets": self.budgets, "seconds": round(self.seconds, 3),
-            "exit_status": self.exit_status, "notes": self.notes,
-            "repos": [r.to_dict() for r in self.results],
-        }
+        """The JSON document (docs/output.md): ``datasets`` (one per repo and destination), ``summary``,
+        ``exit_status``, then the run's own keys (mixture, endpoint, mode, lock file, requests per bucket,
+        budgets)."""
+        from lerobot_tools.exitcodes import document
+
+        return document("prefetch", [r.to_dict() for r in self.results], self.summary(), self.exit_status,
+                        mixture=str(self.mixture), endpoint=self.endpoint, offline=self.offline, dry_run=self.dry_run,
+                        lock=str(self.lock_path) if self.lock_path else None, lock_written=self.lock_written,
+                        requests=self.requests, requests_by_bucket=self.requests_by_bucket,
+                        rate_limited=self.rate_limited, budgets=self.budgets, seconds=round(self.seconds, 3),
+                        notes=self.notes)
 
 
 def new_result(job: RepoJob) -> RepoResult:

@@ -32,11 +32,14 @@ class RepairRun:
         return max((r.status for r in self.results), default=exitcodes.OK)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"datasets": [...], "status": exit_status}`` (:mod:`lerobot_tools.repair.diff`)."""
+        """The JSON document (docs/output.md): ``datasets`` (:mod:`lerobot_tools.repair.diff`), ``summary``
+        (:func:`~lerobot_tools.exitcodes.status_summary`), ``exit_status``, ``undo`` and ``dry_run``."""
         from lerobot_tools.repair import diff
 
         to = diff.undo_to_dict if self.undo else diff.result_to_dict
-        return {"datasets": [to(r) for r in self.results], "status": self.exit_status}
+        return exitcodes.document("repair", [to(r) for r in self.results],
+                                  exitcodes.status_summary([r.status for r in self.results]), self.exit_status,
+                                  undo=self.undo, dry_run=self.dry_run)
 
     def render_text(self, out: IO[str], *, color: bool = False) -> None:
         """Each dataset's report (:func:`~lerobot_tools.repair.diff.render_result` / ``render_undo``), then the

@@ -155,7 +155,10 @@ def _skipped(summary: dict) -> str:
 
 
 def to_json(run: Any) -> dict[str, Any]:
-    """The run as a JSON-able dict (``options``, ``datasets`` with ``files`` and ``shards``, ``summary``)."""
+    """The run as a JSON-able dict (docs/output.md): ``datasets`` with ``files`` and ``shards``, ``summary``,
+    ``exit_status``, and ``options``."""
+    from lerobot_tools.exitcodes import document
+
     datasets = []
     for d in run.datasets:
         dd = asdict(d)
@@ -164,8 +167,7 @@ def to_json(run: Any) -> dict[str, Any]:
                             "row_groups_divide": d.shards.row_groups_divide, "even": d.shards.even,
                             "message": d.shards.message()}
         datasets.append(dd)
-    return {"options": asdict(run.options), "datasets": datasets, "summary": run.summary(),
-            "exit_status": exit_status(run)}
+    return document("reshard", datasets, run.summary(), exit_status(run), options=asdict(run.options))
 
 
 def render_json(run: Any, out: IO[str]) -> None:

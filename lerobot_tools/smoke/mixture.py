@@ -382,11 +382,16 @@ class MixtureSmokeRun:
         return 1 if self.report.failed else 0
 
     def to_dict(self) -> dict[str, Any]:
-        """One JSON document: ``mixture`` (the report) and ``summary``."""
+        """The JSON document (docs/output.md): ``datasets`` (validate's report of each dataset), ``summary``,
+        ``exit_status``, and ``mixture`` (the loaders' report of the whole mixture; its ``datasets`` are the
+        per-dataset measurements)."""
+        from lerobot_tools.exitcodes import document
+
         rep = self.report
-        return {"mixture": rep.to_dict(),
-                "summary": {"datasets": len(rep.validate), "failed": rep.failed, "blocked": bool(rep.blocked),
-                            "exit_status": self.exit_status}}
+        mixture = {k: v for k, v in rep.to_dict().items() if k != "validate"}
+        return document("smoke", [r.to_dict() for r in rep.validate],
+                        {"datasets": len(rep.validate), "failed": int(rep.failed), "blocked": int(bool(rep.blocked))},
+                        self.exit_status, mixture=mixture)
 
     def render_text(self, out: IO[str], *, color: bool = False) -> None:
         render_mixture_text(self.report, out, color=color)

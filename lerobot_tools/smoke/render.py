@@ -84,12 +84,13 @@ def render_runs(runs: list[Any], checks: list[Any], out: IO[str]) -> None:
 
 
 def to_dict(reports: list[Any]) -> dict:
-    """The JSON document: ``datasets`` (per target, with the validate report embedded) and ``summary``."""
-    return {
-        "datasets": [r.to_dict() for r in reports],
-        "summary": {"datasets": len(reports), "failed": sum(1 for r in reports if r.failed),
-                    "blocked": sum(1 for r in reports if r.blocked), "exit_status": exit_status(reports)},
-    }
+    """The JSON document (docs/output.md): ``datasets`` (per target, with the validate report embedded),
+    ``summary`` and ``exit_status``."""
+    from lerobot_tools.exitcodes import document
+
+    return document("smoke", [r.to_dict() for r in reports],
+                    {"datasets": len(reports), "failed": sum(1 for r in reports if r.failed),
+                     "blocked": sum(1 for r in reports if r.blocked)}, exit_status(reports))
 
 
 def render_json(reports: list[Any], out: IO[str]) -> None:
