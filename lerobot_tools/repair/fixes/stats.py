@@ -269,6 +269,7 @@ def fix_stats(rc) -> None:
     # ------------------------------------------------------------ recompute, episode by episode
     replaced: dict[int, dict[str, dict[str, Any]]] = {}
     recomputed_totals: dict[str, RunningAggregate] = {}
+    nonfinite: dict[str, set[int]] = {}
     import pyarrow.parquet as pq
 
     for df in rc.data_files:
@@ -293,9 +294,10 @@ def fix_stats(rc) -> None:
                         buf.setdefault(e, {}).setdefault(n, []).append(m[sel])
                 if rows[e] == lengths.get(e):
                     _episode(reader, e, buf.pop(e, {}), features, quantile_sets, feats, lengths, replaced,
-                             recomputed_totals)
+                             recomputed_totals, nonfinite)
         for e in list(buf):
-            _episode(reader, e, buf.pop(e), features, quantile_sets, feats, lengths, replaced, recomputed_totals)
+            _episode(reader, e, buf.pop(e), features, quantile_sets, feats, lengths, replaced, recomputed_totals,
+                     nonfinite)
         pf.close()
 
     # ------------------------------------------------------------ per-episode changes, then the aggregate
@@ -315,6 +317,16 @@ def fix_stats(rc) -> None:
                     agg.add(entry)
     else:
         aggregates = recomputed_totals
+    for name, dims in sorted(nonfinite.items()):
+        aggregates[name] = None  # never re-aggregated from statistics that cannot be right
+        for e in list(replaced):
+            replaced[e].pop(name, None)
+        shown = ", ".join(map(str, sorted(dims)[:6])) + (", ..." if len(dims) > 6 else "")
+        for c in wanted:
+            rc.cannot(c, f"the data of {name!r} holds NaN or infinite values (dimension(s) {shown}): statistics of "
+                      "it cannot be finite, so recomputing them fixes nothing",
+                      "replace or drop the non-finite values in the data, then rerun", {"feature": name})
+    _drop_unchanged(reader, replaced)
     summaries: dict[str, list[str]] = {}
     files: dict[str, list[str]] = {}
     if replaced:
@@ -326,6 +338,11 @@ def fix_stats(rc) -> None:
             changes = [_jsonl_change(ds, replaced, wanted)]
         else:
             changes = _parquet_changes(ds, reader, replaced, wanted)
+            written = {(c.episodes[r], col[len("stats/"):col.rindex("/")])
+                       for c in changes for r, cols in c.cells.items() for col in cols}
+            per_feature = {}
+            for e, n in written:
+                per_feature[n] = per_feature.get(n, 0) + 1
         for change in changes:
             rc.file_changes.append(change)
         for n, k in per_feature.items():
@@ -352,12 +369,24 @@ def fix_stats(rc) -> None:
                "see the finding: camera statistics and declarations are not recomputed")
         return
     for c in wanted:
-        named: set[str] = set()
+        named: set[str] = set(summaries) if c in rc.implied and not rc.findings(c) else set()
         for f in rc.findings(c):
             v = f.subject.get("feature")
             named.update(v if isinstance(v, list) else [v] if v is not None else [])
         for n in sorted(named & set(summaries)):
             rc.repair(c, f"{n!r}: " + "; ".join(summaries[n]), files[n], {"feature": n})
+
+
+def _drop_unchanged(reader, replaced: dict[int, dict[str, dict[str, Any]]]) -> None:
+    """Forget replacement entries equal to the stored ones (nothing to write: not listed either)."""
+    for e in list(replaced):
+        row = reader.get(e) if reader.kind is not None else None
+        stored = row.stats if row is not None else {}
+        for name in list(replaced[e]):
+            if _same(replaced[e][name], stored.get(name)):
+                del replaced[e][name]
+        if not replaced[e]:
+            del replaced[e]
 
 
 def _wrong_stats(raw: dict, feat: dict, length: int | None) -> tuple[st.FeatureStats, set[str]]:
@@ -377,23 +406,31 @@ def _wrong_stats(raw: dict, feat: dict, length: int | None) -> tuple[st.FeatureS
 
 
 def _merge(raw: dict, new: dict[str, Any], wrong: set[str]) -> dict[str, Any]:
-    """``raw`` with the ``wrong`` statistics replaced by ``new``'s (kept in place; new ones appended)."""
+    """``raw`` with the ``wrong`` statistics replaced by ``new``'s (kept in place; new ones appended). ``min`` and
+    ``max`` are the data's own values, so they are written exactly (G010 compares them exactly); the other
+    statistics keep a stored number that equals the new one to float noise (:func:`_keep_close`)."""
     out = dict(raw)
     for s in wrong:
         if s in new:
-            out[s] = _keep_close(new[s], raw.get(s))
+            out[s] = new[s] if s in ("min", "max") else _keep_close(new[s], raw.get(s))
     return out
 
 
-def _episode(reader, e, parts, features, quantile_sets, feats, lengths, replaced, totals) -> None:
+def _episode(reader, e, parts, features, quantile_sets, feats, lengths, replaced, totals, nonfinite) -> None:
     """Recompute one episode's statistics; plan replacing the stored statistics that are wrong (per statistic:
-    unreadable, misshapen, non-finite, miscounted, or disagreeing with the data beyond G010's tolerance)."""
+    unreadable, misshapen, non-finite, miscounted, or disagreeing with the data beyond G010's tolerance). A
+    feature whose data holds NaN or infinite values is noted in ``nonfinite`` (name -> dimensions) instead:
+    statistics of such data cannot be finite, so recomputing them fixes nothing."""
     row = reader.get(e) if reader.kind is not None else None
     for name, f in features.items():
         chunks = parts.get(name)
         if not chunks:
             continue
         x = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+        bad = ~np.isfinite(x.astype(np.float64)) if x.dtype.kind == "f" else None
+        if bad is not None and bad.any():
+            nonfinite.setdefault(name, set()).update(np.flatnonzero(bad.any(axis=0)).tolist())
+            continue
         raw = row.stats.get(name) if row is not None else None
         shapes = st.accepted_shapes(feats[name])
         sound, wrong = _wrong_stats(raw, feats[name], lengths.get(e)) if isinstance(raw, dict) else ({}, set())
