@@ -9,7 +9,8 @@ agree. :func:`judge` compares the report before with the report after:
   still loads; e.g. a dimension whose true spread the recomputed statistics show to be 0); findings about files
   the repair moved into place (their bytes did not change: what they hold could not be checked before); findings
   of a check validate could not run at all before (a table the repair made readable); an error of a check that
-  has no more occurrences than before (the rest of a finding the repair fixed in part, said anew).
+  has no more occurrences than before (said anew), or of a check the plan fixes about files it did not write or
+  move (the rest of a finding fixed in part, e.g. the videos absent everywhere after the others were moved in).
 * **vetoes**: every other new error (or an error whose occurrences grew): the written bytes caused it, so the fix
   that wrote them (:func:`attribute`: by the files and features it names, else by trying the plan without each
   candidate) is rejected, with that finding's message as the reason, and the others are tried again without it.
@@ -38,7 +39,7 @@ VISIBLE_WHY = {
     "warning": "a warning: the data loads (e.g. a true zero spread the recomputed statistics show)",
     "moved": "about files moved into place (their bytes are unchanged; their content was not checked before)",
     "unchecked": "validate could not run this check before the repair",
-    "rest": "the rest of a finding of this check, said anew (no more occurrences than before)",
+    "rest": "the rest of a finding of this check, said anew (no more occurrences, or about files not written)",
 }
 
 #: a fix that writes nothing is not listed: its findings are left alone with this reason
@@ -161,6 +162,8 @@ def judge(before: DatasetReport, after: DatasetReport, plan: RepairPlan,
     cb, ca = _counts(before, frozenset()), _counts(after, moved)
     grown = {k for k, n in ca.items() if n > cb.get(k, 0)}
     skipped = unchecked_before(before)
+    targeted = {d.finding.check for d in plan.dispositions if d.action == "repair"}
+    written = set(plan.changed_files()) | {p for m in plan.moves for p in (m.src, m.dst)}
     for f in after.findings:
         prior = before_by.get(_key(f))
         if prior is not None and f.count <= prior.count:
@@ -174,8 +177,8 @@ def judge(before: DatasetReport, after: DatasetReport, plan: RepairPlan,
             why = "unchecked"
         elif f.severity == WARNING:
             why = "warning"
-        elif f.severity == ERROR and f"{f.check}/{f.severity}" not in grown:
-            why = "rest"
+        elif f"{f.check}/{f.severity}" not in grown or (f.check in targeted and paths and not paths & written):
+            why = "rest"  # re-worded, or what the fix of this check left (files it did not touch)
         else:
             j.vetoes.append(f)
             continue
@@ -333,7 +336,10 @@ def evaluate(target, options: RepairOptions | None = None, *, inside: bool = Fal
     options = options or RepairOptions()
     plan = plan_repair(target, options)
     ev = Evaluation(plan)
-    if plan.cannot_run or plan.refused or plan.empty or plan.root is None:
+    if plan.cannot_run or plan.refused or plan.root is None:
+        return ev
+    if plan.empty:
+        _drop_unwritten(ev, options)
         return ev
     before = plan.before
     exclude: dict[str, str] = {}
@@ -381,6 +387,7 @@ def evaluate(target, options: RepairOptions | None = None, *, inside: bool = Fal
         _drop_unwritten(ev, options)
         return ev
     ev.plan = plan
+    _drop_unwritten(ev, options)
     return ev
 
 
@@ -422,12 +429,13 @@ def _shares_subject(r: Repair, f: Finding) -> bool:
 
 
 def _drop_unwritten(ev: Evaluation, options: RepairOptions) -> None:
-    """Repairs whose files the trial shows unchanged are not listed; their findings are left alone with
-    :data:`NOTHING_TO_WRITE`."""
+    """Repairs whose files the trial shows unchanged (every repair, when the plan writes nothing) are not listed;
+    their findings are left alone with :data:`NOTHING_TO_WRITE`."""
     from lerobot_tools.repair.plan import dispositions
 
-    plan, changed = ev.plan, ev.trial.changed
-    dropped = [r for r in plan.repairs if r.files and not any(changed.get(p, False) for p in r.files)]
+    plan = ev.plan
+    changed = ev.trial.changed if ev.trial is not None else {}
+    dropped = [r for r in plan.repairs if not any(changed.get(p, False) for p in r.files)]
     if not dropped:
         return
     ev.dropped = dropped

@@ -350,7 +350,12 @@ def fix_stats(rc) -> None:
                 f"recompute {k} per-episode entr{'y' if k == 1 else 'ies'} of {n!r} from the data (lerobot's compute_stats)")
             files.setdefault(n, []).extend(c.relpath for c in changes)
     if gstats is not None:
-        new_global, global_changed = _global(ds, gstats, aggregates, feats)
+        flagged = {n for c in wanted for f in rc.findings(c) if STATS_PATH in (f.paths or [f.path])
+                   for n in _features_of(f)}
+        for n in flagged:  # its stats.json entry is reported against the data: take the data's own moments (the
+            if aggregates.get(n) is not None and n in recomputed_totals:  # stored per-episode means carry float32
+                aggregates[n] = recomputed_totals[n]  # noise that pools into a spurious std)
+        new_global, global_changed = _global(ds, gstats, aggregates, feats, flagged)
         if global_changed:
             old_text = (ds.root / STATS_PATH).read_text(encoding="utf-8")
             new_text = dump_like(old_text if old_text.strip() else "{\n    }", new_global)
@@ -375,6 +380,11 @@ def fix_stats(rc) -> None:
             named.update(v if isinstance(v, list) else [v] if v is not None else [])
         for n in sorted(named & set(summaries)):
             rc.repair(c, f"{n!r}: " + "; ".join(summaries[n]), files[n], {"feature": n})
+
+
+def _features_of(f) -> list[str]:
+    v = f.subject.get("feature")
+    return v if isinstance(v, list) else [v] if v is not None else []
 
 
 def _drop_unchanged(reader, replaced: dict[int, dict[str, dict[str, Any]]]) -> None:
@@ -507,12 +517,16 @@ def _parquet_changes(ds, reader, replaced, checks) -> list[StatsCellsRewrite]:
     return [c for c in out.values() if c.cells]
 
 
-def _global(ds, gstats: dict, aggregates: dict, feats: dict) -> tuple[dict, list[str]]:
+def _global(ds, gstats: dict, aggregates: dict, feats: dict,
+            flagged: set[str] = frozenset()) -> tuple[dict, list[str]]:
     """The new ``stats.json`` object (keys in their order) and the features whose entry changes.
 
     An entry whose count differs from the aggregate's (stale: episodes were added or removed) is replaced in full
     by lerobot's aggregate (quantiles as count-weighted means, 0.4.4); otherwise only its statistics that are
-    unreadable, misshapen, non-finite or differ from the aggregate (G008's tolerance) are."""
+    unreadable, misshapen, non-finite or differ from the aggregate (G008's tolerance) are. For a feature in
+    ``flagged`` (its ``stats.json`` entry is what a G003-G006/G010 finding names) every base statistic that is
+    not the aggregate's (to float noise) is replaced: G008's tolerance lets through what those checks report
+    (e.g. a std of 3e-07 where the data is constant)."""
     new = dict(gstats)
     changed_names: list[str] = []
     for name, raw in gstats.items():
@@ -532,10 +546,12 @@ def _global(ds, gstats: dict, aggregates: dict, feats: dict) -> tuple[dict, list
                 wrong |= set(raw) & (set(res) | set(st.BASE_STATS))
         else:
             wrong |= set(st.BASE_STATS)
-        if not wrong:
-            continue
         integer = _integer_entry(raw)
         plain = _plain({k: v for k, v in res.items() if k in raw or k in st.BASE_STATS}, integer)
+        if name in flagged:
+            wrong |= {s for s in st.BASE_STATS if s in plain and not _same(_keep_close(plain[s], raw.get(s)), raw.get(s))}
+        if not wrong:
+            continue
         new[name] = _merge(raw, plain, wrong)
         changed_names.append(name)
     return new, changed_names
