@@ -290,6 +290,20 @@ def test_the_shadow_links_every_file_and_leaves_the_original_alone(tmp_path):
     assert not sh.scratch.exists()
 
 
+def test_a_shadow_left_by_a_killed_repair_is_removed_by_the_next_run_and_by_undo(tmp_path):
+    root = tmp_path / "ds"
+    shutil.copytree(DATASETS / "broken_wrong_totals", root)
+    original = tree(root)
+    for args in ((), ("--undo",)):
+        stale = root / ".lrtool/shadow/lrtool-shadow-killed/ds/meta"
+        stale.mkdir(parents=True)
+        os.link(root / "meta/info.json", stale / "info.json")
+        cli_run(*args, root)
+        assert not (root / ".lrtool/shadow").exists(), args
+        assert (root / "meta/info.json").is_file()
+    assert tree(root) == original  # the repair, then its undo
+
+
 def test_the_shadow_falls_back_to_symbolic_links_and_the_judgement_is_the_same(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     shutil.copytree(DATASETS / "broken_variable_list", root)

@@ -389,6 +389,10 @@ def _undo_locked(res: UndoResult, root: Path, dry_run: bool) -> UndoResult:
         return res
     if res.partial and not dry_run:
         backup.clean_partial(root)
+    if not dry_run:
+        from lerobot_tools.repair.shadow import clean_stale
+
+        clean_stale(root)  # a shadow a killed repair left (it changed nothing in the dataset)
     if bdir is None:
         if not res.partial:
             res.cannot_run = f"no repair backup to undo in {root / backup.BACKUP_DIR}"

@@ -347,7 +347,7 @@ def fix_stats(rc) -> None:
             rc.file_changes.append(change)
         for n, k in per_feature.items():
             summaries.setdefault(n, []).append(
-                f"recompute {k} per-episode entr{'y' if k == 1 else 'ies'} of {n!r} from the data (lerobot's compute_stats)")
+                f"recompute {k} per-episode entr{'y' if k == 1 else 'ies'} from the data (lerobot's compute_stats)")
             files.setdefault(n, []).extend(c.relpath for c in changes)
     if gstats is not None:
         flagged = {n for c in wanted for f in rc.findings(c) if STATS_PATH in (f.paths or [f.path])
@@ -367,19 +367,27 @@ def fix_stats(rc) -> None:
 
             rc.file_changes.append(TextChange(STATS_PATH, old_text, new_text, list(wanted), verify))
             for n in global_changed:
-                summaries.setdefault(n, []).append(f"re-aggregate its {STATS_PATH} entry (lerobot's aggregate_stats)")
+                summaries.setdefault(n, []).append(f"re-aggregate the {STATS_PATH} entry (lerobot's aggregate_stats)")
                 files.setdefault(n, []).append(STATS_PATH)
     if not summaries:
         cannot("the stored statistics agree with the data within tolerance; nothing to recompute",
                "see the finding: camera statistics and declarations are not recomputed")
         return
     for c in wanted:
-        named: set[str] = set(summaries) if c in rc.implied and not rc.findings(c) else set()
-        for f in rc.findings(c):
-            v = f.subject.get("feature")
-            named.update(v if isinstance(v, list) else [v] if v is not None else [])
+        found = rc.findings(c)
+        # a finding grouped over several features names none: the changes of every feature answer it
+        whole = (c in rc.implied and not found) or any(not _features_of(f) for f in found)
+        named = set(summaries) if whole else {n for f in found for n in _features_of(f)}
+        if not whole:
+            for n in sorted(named & set(summaries)):
+                rc.repair(c, f"{n!r}: " + "; ".join(summaries[n]), files[n], {"feature": n})
+            continue
+        alike: dict[str, list[str]] = {}  # features whose changes read the same: one line
         for n in sorted(named & set(summaries)):
-            rc.repair(c, f"{n!r}: " + "; ".join(summaries[n]), files[n], {"feature": n})
+            alike.setdefault("; ".join(summaries[n]), []).append(n)
+        for text, names in alike.items():
+            shown = ", ".join(map(repr, names[:3])) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            rc.repair(c, f"{shown}: {text}", sorted({p for n in names for p in files[n]}), None)
 
 
 def _features_of(f) -> list[str]:
