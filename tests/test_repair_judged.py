@@ -345,3 +345,84 @@ def test_a_repair_interrupted_during_its_writes_is_rolled_back(tmp_path, sig, st
     assert b"rolled back" in proc.stderr
     assert tree(root, include_lrtool=True) == original  # every file restored, no backup, no shadow left
     assert not (root / ".lrtool").exists()
+
+
+# ---------------------------------------------------------------------- the rules, one by one
+def _rep(*findings, not_checked=()):
+    from lerobot_tools.findings import DatasetReport, NotChecked
+
+    return DatasetReport(target="t", root=None, codebase_version="v3.0", findings=list(findings),
+                         not_checked=[NotChecked(c, "why") for c in not_checked])
+
+
+def _plan(repairs=(), targets=(), moves=(), changed=("meta/info.json",)):
+    from lerobot_tools.repair.model import Disposition, Move, RepairPlan, TextChange
+
+    plan = RepairPlan(target="t", root=None)
+    plan.repairs = list(repairs)
+    plan.dispositions = [Disposition(f, "repair", repair=r) for f, r in targets]
+    plan.moves = [Move(s, d) for s, d in moves]
+    plan.text_changes = [TextChange(p, "", "", []) for p in changed]
+    return plan
+
+
+def test_judge_sorts_new_findings_into_vetoes_and_now_visible():
+    from lerobot_tools.findings import Finding as F
+    from lerobot_tools.repair.judge import judge
+    from lerobot_tools.repair.model import Repair
+
+    fix = Repair("S005", "cast", ["data/a.parquet"], group="fix_variable_lists")
+    s005 = F("S005", "warning", "data/a.parquet", "variable list")
+    before = _rep(s005, F("F002", "error", None, "3 of 5 videos are elsewhere"), not_checked=["T002-T007"])
+    after = _rep(
+        F("G009", "info", "meta/stats.json", "constant in this episode"),                 # info
+        F("G009", "warning", "meta/stats.json", "constant over the dataset"),              # warning
+        F("F009", "warning", "videos/x.mp4", "codec differs"),                              # in a moved file
+        F("F010", "error", "videos/x.mp4", "shorter than its frames"),                     # ditto, an error
+        F("T002", "error", "meta/tasks.parquet", "label missing"),                         # not checked before
+        F("F002", "error", None, "video of episode 4 is missing"),                         # said anew, not grown
+        F("S003", "error", "data/a.parquet", "float64 where float32 is declared"),         # the written bytes
+    )
+    j = judge(before, after, _plan([fix], [(s005, fix)], moves=[("video/x.mp4", "videos/x.mp4")],
+                                   changed=["data/a.parquet"]), frozenset({"videos/x.mp4"}))
+    assert sorted((v.finding.check, v.finding.severity, v.why) for v in j.visible) == [
+        ("F002", "error", "rest"), ("F009", "warning", "moved"), ("F010", "error", "moved"),
+        ("G009", "info", "info"), ("G009", "warning", "warning"), ("T002", "error", "unchecked")]
+    assert [(f.check, f.severity) for f in j.vetoes] == [("S003", "error")] and j.worse == ["S003/error"]
+    assert [f.check for f in j.gone] == ["S005", "F002"] and j.remaining == [] and j.uncleared == {}
+
+
+def test_judge_vetoes_growth_of_an_error_and_errors_of_partly_unchecked_checks():
+    from lerobot_tools.findings import Finding as F
+    from lerobot_tools.repair.judge import judge, unchecked_before
+
+    # S001-S007 skipped only for unreadable files: S003 ran on the others, so a new S003 is the repair's doing
+    partly = ["S001-S007, R001-R004, C002/C005 for unreadable files", "G010 for image/video features"]
+    assert unchecked_before(_rep(not_checked=partly)) == set()
+    assert unchecked_before(_rep(not_checked=["F002, F004-F010 (videos)", "D001-D005"])) == {
+        "F002", "F004", "F005", "F006", "F007", "F008", "F009", "F010", "D001", "D002", "D003", "D004", "D005"}
+    assert unchecked_before(_rep(not_checked=["all other checks"])) is None
+    before = _rep(F("S003", "error", "data/a.parquet", "x", group="dtype"), not_checked=partly)
+    grown = F("S003", "error", "data/a.parquet", "x", count=2, paths=["data/a.parquet", "data/b.parquet"],
+              group="dtype")
+    j = judge(before, _rep(grown), _plan())
+    assert j.vetoes == [grown] and j.visible == []
+    other = F("S003", "error", "data/b.parquet", "y")  # no more S003 than before, but about another file:
+    assert judge(before, _rep(other), _plan(changed=["data/b.parquet"])).vetoes == [other]  # which it wrote
+    assert [v.why for v in judge(before, _rep(other), _plan()).visible] == ["rest"]  # which it did not write
+    assert judge(_rep(), _rep(other), _plan()).vetoes == [other]  # the first S003 at all
+
+
+def test_judge_names_a_fix_that_clears_none_of_its_targets():
+    from lerobot_tools.findings import Finding as F
+    from lerobot_tools.repair.judge import judge
+    from lerobot_tools.repair.model import Repair
+
+    a, b = F("I005", "warning", "meta/info.json", "fps is a float"), F("C001", "error", "meta/info.json", "total")
+    ra, rb = Repair("I005", "fps", ["meta/info.json"], group="fix_fps"), Repair("C001", "n", ["meta/info.json"],
+                                                                               group="fix_counters")
+    j = judge(_rep(a, b), _rep(a), _plan([ra, rb], [(a, ra), (b, rb)]))
+    assert j.uncleared == {"fix_fps": [a]} and j.gone == [b] and j.remaining == [a]
+    fewer = F("I005", "warning", "meta/info.json", "fps is a float", count=1)
+    two = F("I005", "warning", "meta/info.json", "fps is a float", count=2)
+    assert judge(_rep(two), _rep(fewer), _plan([ra], [(two, ra)])).uncleared == {}  # fewer occurrences: it did

@@ -8,9 +8,9 @@ agree. :func:`judge` compares the report before with the report after:
 * **now visible** (:class:`Visible`): findings that appear and never veto a fix: info findings; warnings (the data
   still loads; e.g. a dimension whose true spread the recomputed statistics show to be 0); findings about files
   the repair moved into place (their bytes did not change: what they hold could not be checked before); findings
-  of a check validate could not run at all before (a table the repair made readable); an error of a check that
-  has no more occurrences than before (said anew), or of a check the plan fixes about files it did not write or
-  move (the rest of a finding fixed in part, e.g. the videos absent everywhere after the others were moved in).
+  of a check validate could not run at all before (a table the repair made readable); an error about no file the
+  plan writes or moves, of a check that has no more occurrences than before (said anew) or that the plan fixes
+  (the rest of a finding fixed in part, e.g. the videos absent everywhere after the others were moved in).
 * **vetoes**: every other new error (or an error whose occurrences grew): the written bytes caused it, so the fix
   that wrote them (:func:`attribute`: by the files and features it names, else by trying the plan without each
   candidate) is rejected, with that finding's message as the reason, and the others are tried again without it.
@@ -177,7 +177,7 @@ def judge(before: DatasetReport, after: DatasetReport, plan: RepairPlan,
             why = "unchecked"
         elif f.severity == WARNING:
             why = "warning"
-        elif f"{f.check}/{f.severity}" not in grown or (f.check in targeted and paths and not paths & written):
+        elif not paths & written and (f"{f.check}/{f.severity}" not in grown or (f.check in targeted and paths)):
             why = "rest"  # re-worded, or what the fix of this check left (files it did not touch)
         else:
             j.vetoes.append(f)
