@@ -426,3 +426,22 @@ def test_judge_names_a_fix_that_clears_none_of_its_targets():
     fewer = F("I005", "warning", "meta/info.json", "fps is a float", count=1)
     two = F("I005", "warning", "meta/info.json", "fps is a float", count=2)
     assert judge(_rep(two), _rep(fewer), _plan([ra], [(two, ra)])).uncleared == {}  # fewer occurrences: it did
+
+
+def test_without_scratch_space_the_dry_run_says_so_and_the_real_run_changes_nothing(tmp_path, monkeypatch):
+    import collections
+
+    from lerobot_tools.repair import shadow
+
+    root = tmp_path / "ds"
+    shutil.copytree(DATASETS / "broken_variable_list", root)
+    original = tree(root, include_lrtool=True)
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shadow.shutil, "disk_usage", lambda p: usage(10**9, 10**9 - 10, 10))
+    dry = repair(root, dry_run=True)
+    assert dry.unpredicted.startswith("not enough scratch space to try the repair first") and dry.after is None
+    assert {r.check for r in dry.plan.repairs} == {"S005", "S006"}  # still shown, unchecked
+    assert "not tried first: not enough scratch space" in cli_run("--dry-run", root).output
+    res = repair(root)
+    assert res.status == 2 and not res.applied and "nothing was changed" in res.plan.cannot_run
+    assert tree(root, include_lrtool=True) == original and not (root / ".lrtool").exists()

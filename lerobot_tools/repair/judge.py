@@ -295,7 +295,10 @@ def try_plan(target, plan: RepairPlan, options: RepairOptions, *, inside: bool) 
         shadow_target = dataclasses.replace(target, root=shadow.root, origin=target.origin)
         after = validate_contained(shadow_target, options.validate_options())
         trial.after = _as_original(after, target, shadow.root)
-        trial.changed = {rel: shadow.differs(rel) for r in plan.repairs for rel in r.files}
+        try:
+            trial.changed = {rel: shadow.differs(rel) for r in plan.repairs for rel in r.files}
+        except OSError as exc:
+            raise ShadowError(f"cannot compare the shadow with the dataset ({exc})") from None
     finally:
         shadow.close()
         touched = shadow.untouched()

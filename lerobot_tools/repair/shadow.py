@@ -35,6 +35,9 @@ from lerobot_tools.errors import LrtoolError
 SKIPPED_DIRS = frozenset({".lrtool", ".git"})
 #: below the dataset root: where a real run keeps its shadow
 SHADOW_DIR = ".lrtool/shadow"
+#: the scratch folder's name starts with this (``$TMPDIR/lrtool-shadow-*``; a check that meets a dataset root
+#: below such a folder is looking at a shadow, whose links stand for the dataset's own files)
+PREFIX = "lrtool-shadow-"
 
 
 class ShadowError(LrtoolError):
@@ -90,24 +93,37 @@ class Shadow:
 
     def __init__(self, source: Path, *, inside: bool = False, need_bytes: int = 0):
         self.source = Path(source)
-        if inside:
-            from lerobot_tools.repair import backup
-
-            base = backup.backup_base(self.source).parent / "shadow"  # .lrtool checked to be a real folder
-            base.mkdir(parents=True, exist_ok=True)
-        else:
-            base = Path(tempfile.gettempdir())
-        free = shutil.disk_usage(base).free
-        if need_bytes * 1.1 > free:
-            raise ShadowError(f"not enough scratch space to try the repair first ({need_bytes / 2**20:.1f} MiB "
-                              f"needed, {free / 2**20:.1f} MiB free in {base}); set TMPDIR to a larger folder")
-        self.scratch = Path(tempfile.mkdtemp(prefix="lrtool-shadow-", dir=base))
         self._inside = inside
+        self.scratch: Path | None = None
+        self._base: Path | None = None
+        try:
+            if inside:
+                from lerobot_tools.repair import backup
+
+                base = backup.backup_base(self.source).parent / "shadow"  # .lrtool checked to be a real folder
+                base.mkdir(parents=True, exist_ok=True)
+                self._base = base
+            else:
+                base = Path(tempfile.gettempdir())
+            free = shutil.disk_usage(base).free
+            if need_bytes * 1.1 > free:
+                raise ShadowError(f"not enough scratch space to try the repair first ({need_bytes / 2**20:.1f} MiB "
+                                  f"needed, {free / 2**20:.1f} MiB free in {base}); set TMPDIR to a larger folder")
+            self.scratch = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))
+        except OSError as exc:
+            self.close()
+            raise ShadowError(f"cannot make a scratch folder to try the repair first ({exc.strerror or exc})") from None
+        except ShadowError:
+            self.close()
+            raise
         self.root = self.scratch / (self.source.name or "dataset")
         self.links = "hard"
-        self._before = _fingerprint(self.source)
         try:
+            self._before = _fingerprint(self.source)
             self._mirror()
+        except OSError as exc:
+            self.close()
+            raise ShadowError(f"cannot mirror the dataset to try the repair first ({exc})") from None
         except BaseException:
             self.close()
             raise
@@ -176,18 +192,18 @@ class Shadow:
 
     def untouched(self) -> list[str]:
         """Files of the original whose size, mtime or inode changed, or that appeared or disappeared, since the
-        shadow was built (empty: the original is as it was)."""
+        shadow was built (empty: the original is as it was). ``.lrtool/`` (where a real run's shadow lives) is
+        not looked at."""
         now = _fingerprint(self.source)
-        if self._inside:  # the shadow's own folder is under .lrtool (not fingerprinted): nothing to discount
-            pass
         changed = [r for r in set(self._before) | set(now) if self._before.get(r) != now.get(r)]
         return sorted(changed)
 
     def close(self) -> None:
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        if self._inside:
-            base = self.scratch.parent
-            for d in (base, base.parent):  # .lrtool/shadow, then .lrtool, when empty
+        """Remove the scratch folder (and, inside the dataset, ``.lrtool/shadow`` and ``.lrtool`` when empty)."""
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._base is not None:
+            for d in (self._base, self._base.parent):  # .lrtool/shadow, then .lrtool, when empty
                 try:
                     d.rmdir()
                 except OSError:
