@@ -9,10 +9,8 @@ on any growth of the report (or listed a change it never wrote).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import warnings
@@ -22,9 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
 
-from lerobot_tools.cli import cli
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from tests.test_repair import DATASETS, GEN, backups, cli_run, ids, info, repair, report, tree
 
@@ -445,3 +441,25 @@ def test_without_scratch_space_the_dry_run_says_so_and_the_real_run_changes_noth
     res = repair(root)
     assert res.status == 2 and not res.applied and "nothing was changed" in res.plan.cannot_run
     assert tree(root, include_lrtool=True) == original and not (root / ".lrtool").exists()
+
+
+def test_a_fix_whose_change_cannot_be_written_is_rejected_and_the_others_applied(tmp_path, monkeypatch):
+    from lerobot_tools.repair import parquet as pqrw
+
+    root = tmp_path / "ds"
+    shutil.copytree(DATASETS / "broken_variable_list", root)
+    GEN.edit_json(root / "meta/info.json", lambda d: d.update(total_episodes=9))
+    files = tree(root)
+
+    def refuse(old, new, ops, schema):
+        raise pqrw.RewriteError("row group 0: column 'action' differs from the original (injected)", None)
+
+    monkeypatch.setattr(pqrw, "verify_rewrite", refuse)
+    dry, res = repair(root, dry_run=True), repair(root)
+    assert _outcome(dry) == _outcome(res)
+    assert {r.group for r in res.rejected} == {"fix_variable_lists", "fix_hf_metadata"}
+    assert all(r.reason.startswith("its change to data/chunk-000/file-000.parquet cannot be written (")
+               and "(injected)" in r.reason for r in res.rejected)
+    assert [r.check for r in res.plan.repairs] == ["C001"] and res.applied and info(root)["total_episodes"] == 3
+    assert {p: h for p, h in tree(root).items() if p.startswith("data/")} == \
+        {p: h for p, h in files.items() if p.startswith("data/")}

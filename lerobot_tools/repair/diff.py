@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from lerobot_tools.repair.judge import VISIBLE_WHY
 from lerobot_tools.repair.model import ParquetChange, RepairPlan, TasksRewrite, TextChange
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lerobot_tools.findings import ERROR, INFO, WARNING, DatasetReport, Finding
+from lerobot_tools.findings import INFO, WARNING, DatasetReport, Finding
 from lerobot_tools.repair.model import Repair, RepairOptions, RepairPlan, Unrepairable
 
 #: why a new finding does not veto (:attr:`Visible.why`)

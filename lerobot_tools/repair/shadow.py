@@ -131,7 +131,11 @@ class Shadow:
     # ------------------------------------------------------------------ building
     def _mirror(self) -> None:
         src_root = self.source
-        for dirpath, dirnames, filenames in os.walk(src_root):
+
+        def fail(exc: OSError) -> None:  # a folder that cannot be listed would be missing from the shadow
+            raise exc
+
+        for dirpath, dirnames, filenames in os.walk(src_root, onerror=fail):
             base = Path(dirpath)
             rel_dir = base.relative_to(src_root)
             dst_dir = self.root / rel_dir
