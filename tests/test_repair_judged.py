@@ -398,6 +398,7 @@ def test_judge_vetoes_growth_of_an_error_and_errors_of_partly_unchecked_checks()
     assert unchecked_before(_rep(not_checked=["F002, F004-F010 (videos)", "D001-D005"])) == {
         "F002", "F004", "F005", "F006", "F007", "F008", "F009", "F010", "D001", "D002", "D003", "D004", "D005"}
     assert unchecked_before(_rep(not_checked=["all other checks"])) is None
+    assert unchecked_before(_rep(not_checked=["D002 across files"]), partly=True) == {"D002"}  # files moved in
     before = _rep(F("S003", "error", "data/a.parquet", "x", group="dtype"), not_checked=partly)
     grown = F("S003", "error", "data/a.parquet", "x", count=2, paths=["data/a.parquet", "data/b.parquet"],
               group="dtype")

@@ -8,7 +8,8 @@ agree. :func:`judge` compares the report before with the report after:
 * **now visible** (:class:`Visible`): findings that appear and never veto a fix: info findings; warnings (the data
   still loads; e.g. a dimension whose true spread the recomputed statistics show to be 0); findings about files
   the repair moved into place (their bytes did not change: what they hold could not be checked before); findings
-  of a check validate could not run at all before (a table the repair made readable); an error about no file the
+  of a check validate could not run at all before (a table the repair made readable), or, when files are moved in,
+  could run only on the files that were there (``D002 across files``); an error about no file the
   plan writes or moves, of a check that has no more occurrences than before (said anew) or that the plan fixes
   (the rest of a finding fixed in part, e.g. the videos absent everywhere after the others were moved in).
 * **vetoes**: every other new error (or an error whose occurrences grew): the written bytes caused it, so the fix
@@ -112,18 +113,18 @@ _WHOLE = ("all checks", "all other checks", "remaining checks")
 _FAMILY_NOTES = ("", "(videos)", "(data files)")
 
 
-def unchecked_before(report: DatasetReport) -> set[str] | None:
+def unchecked_before(report: DatasetReport, *, partly: bool = False) -> set[str] | None:
     """Check IDs validate skipped entirely in ``report`` (``not_checked`` entries naming only IDs, ranges and a
     family note such as ``(videos)``); None when every check was skipped. Entries with a narrower scope
-    (``S001-S007 ... for unreadable files``, ``G010 for image/video features``) are not counted: the check did run
-    on the rest."""
+    (``S001-S007 ... for unreadable files``, ``D002 across files``) count only with ``partly`` (the repair moves
+    missing files into place, which is what such a scope waits for): otherwise the check did run on the rest."""
     out: set[str] = set()
     for nc in report.not_checked:
         text = nc.checks.strip()
         if text in _WHOLE:
             return None
         rest = " ".join(_ID.sub(" ", text).replace(",", " ").replace("/", " ").split())
-        if rest not in _FAMILY_NOTES:
+        if rest not in _FAMILY_NOTES and not partly:
             continue
         for m in _ID.finditer(text):
             letter, a = m.group(1), int(m.group(2))
@@ -161,7 +162,7 @@ def judge(before: DatasetReport, after: DatasetReport, plan: RepairPlan,
         (j.remaining if _key(f) in after_by else j.gone).append(f)
     cb, ca = _counts(before, frozenset()), _counts(after, moved)
     grown = {k for k, n in ca.items() if n > cb.get(k, 0)}
-    skipped = unchecked_before(before)
+    skipped = unchecked_before(before, partly=bool(moved))
     targeted = {d.finding.check for d in plan.dispositions if d.action == "repair"}
     written = set(plan.changed_files()) | {p for m in plan.moves for p in (m.src, m.dst)}
     for f in after.findings:
