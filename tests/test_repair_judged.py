@@ -283,6 +283,9 @@ def test_the_shadow_links_every_file_and_leaves_the_original_alone(tmp_path):
         assert (root / "meta/info.json").read_text() != "{}" and sh.untouched() == []
         (root / "meta/info.json").write_text("{}")  # the original changing under it is seen
         assert sh.untouched() == ["meta/info.json"]
+        from lerobot_tools.repair.shadow import shadow_source
+
+        assert shadow_source(sh.root) == root.resolve() and shadow_source(root) is None
     assert not sh.scratch.exists()
 
 

@@ -14,7 +14,9 @@ replaces the link itself, never the original it points to; a move renames the li
 Where the scratch folder lives: a dry run writes nothing in the dataset, so it uses the system temporary folder
 (``$TMPDIR``, :func:`tempfile.gettempdir`); a real run, which needs the same space in the dataset's file system
 for its backup anyway, uses ``<dataset>/.lrtool/shadow/`` (always hard links). A killed run's leftover shadow is
-removed by the next real run (:func:`clean_stale`).
+removed by the next real run (:func:`clean_stale`). Beside the shadow's root, ``source.txt`` names the dataset it
+mirrors (:func:`shadow_source`), so that a check resolving symbolic links can tell the shadow's links from links
+out of a dataset.
 
 The original is checked to be untouched after the shadow is gone (:meth:`Shadow.untouched`: size, mtime and
 inode of every file, and the set of files): a dry run that changed the dataset is a bug, raised as such.
@@ -38,6 +40,26 @@ SHADOW_DIR = ".lrtool/shadow"
 #: the scratch folder's name starts with this (``$TMPDIR/lrtool-shadow-*``; a check that meets a dataset root
 #: below such a folder is looking at a shadow, whose links stand for the dataset's own files)
 PREFIX = "lrtool-shadow-"
+
+
+#: a file beside the shadow's dataset root naming the dataset it mirrors (:func:`shadow_source`)
+SOURCE_MARKER = "source.txt"
+
+
+def shadow_source(root: Path) -> Path | None:
+    """The dataset a shadow at ``root`` mirrors (its resolved path), or None when ``root`` is not a shadow's
+    dataset root. A check that resolves symbolic links (containment) should count a link of a shadow that resolves
+    inside this folder as the dataset's own file: a shadow links what it does not rewrite, and links symbolically
+    when the scratch folder is on another file system than the dataset."""
+    root = Path(root)
+    marker = root.parent / SOURCE_MARKER
+    if not root.parent.name.startswith(PREFIX) or not marker.is_file() or marker.is_symlink():
+        return None
+    try:
+        text = marker.read_text(encoding="utf-8")[:4096].strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return Path(text) if text and Path(text).is_absolute() else None
 
 
 class ShadowError(LrtoolError):
@@ -119,6 +141,7 @@ class Shadow:
         self.root = self.scratch / (self.source.name or "dataset")
         self.links = "hard"
         try:
+            (self.scratch / SOURCE_MARKER).write_text(str(self.source.resolve()) + "\n", encoding="utf-8")
             self._before = _fingerprint(self.source)
             self._mirror()
         except OSError as exc:
