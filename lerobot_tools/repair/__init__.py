@@ -11,6 +11,7 @@ Library entry points:
 ['total_episodes 5 -> 3 (3 episode(s) in the metadata)', 'total_frames 50 -> 60 (60 rows in 2 data file(s))']
 
 Modules: :mod:`.plan` (validate, map findings to repairs), :mod:`.fixes` (one function per repair),
+:mod:`.judge` (try the plan on a :mod:`.shadow` of the dataset, keep or reject each fix by what it was for),
 :mod:`.apply` (backup, atomic writes, re-validation, rollback, undo), :mod:`.backup`, :mod:`.parquet`
 (row-group-preserving, verified parquet rewrites), :mod:`.hfmeta` (the ``huggingface`` metadata key),
 :mod:`.diff` (unified diffs and reports), :mod:`.run` (:func:`repair_targets`: many targets, one result).
