@@ -680,7 +680,29 @@ def test_injected_failure_between_two_writes_restores_everything(tmp_path, monke
 
 
 def test_rollback_when_validation_gets_worse(v30, monkeypatch):
+    # The plan is tried on a shadow first, so a fix that breaks something is rejected before any write (next
+    # test); the rollback after the real writes stays as the safety net: here the real write of info.json (and
+    # only it) also breaks total_tasks, which the shadow could not see.
     _edit_info(v30, lambda d: d.update(fps=10.0))
+    before = tree(v30, include_lrtool=True)
+    real = repair_apply.write_change
+
+    def faulty_write(root, change):  # the real run's write of info.json also breaks total_tasks: T006 appears
+        real(root, change)
+        if getattr(change, "relpath", "") == "meta/info.json":
+            _edit_info(root, lambda d: d.update(total_tasks=99))
+
+    monkeypatch.setattr(repair_apply, "write_change", faulty_write)
+    res = repair(v30)
+    assert res.rolled_back and res.status == 1 and "T006/error" in res.worse
+    assert [f.check for f in res.new] == ["T006"]
+    assert tree(v30, include_lrtool=True) == before
+    r = CliRunner().invoke(cli, ["repair", str(v30)])
+    assert r.exit_code == 1 and "ROLLED BACK" in r.output
+
+
+def test_a_fix_that_would_introduce_an_error_is_rejected_and_the_others_are_applied(v30, monkeypatch):
+    _edit_info(v30, lambda d: d.update(fps=10.0, total_episodes=7))
     before = tree(v30, include_lrtool=True)
 
     def faulty_fix_fps(rc):  # fixes I005 but also breaks total_tasks: T006 appears
@@ -689,12 +711,23 @@ def test_rollback_when_validation_gets_worse(v30, monkeypatch):
         rc.repair("I005", "fps 10.0 -> 10 (and a bug)", ["meta/info.json"])
 
     monkeypatch.setattr(fixes, "FIXES", [(("I005",), faulty_fix_fps)] + fixes.FIXES[1:])
-    res = repair(v30)
-    assert res.rolled_back and res.status == 1 and "T006/error" in res.worse
-    assert [f.check for f in res.new] == ["T006"]
+    dry = repair(v30, dry_run=True)
     assert tree(v30, include_lrtool=True) == before
-    r = CliRunner().invoke(cli, ["repair", str(v30)])
-    assert r.exit_code == 1 and "ROLLED BACK" in r.output
+    (rj,) = dry.rejected
+    assert rj.group == "faulty_fix_fps" and [r.summary for r in rj.repairs] == ["fps 10.0 -> 10 (and a bug)"]
+    assert rj.finding.check == "T006"
+    assert rj.reason == f"it would introduce T006 error (meta/info.json): {rj.finding.message}"
+    assert "total_tasks is 99" in rj.finding.message
+    assert [r.check for r in dry.plan.repairs] == ["C001"]
+    assert {d.finding.check: d.action for d in dry.plan.dispositions}["I005"] == "rejected"
+    res = repair(v30)
+    assert res.applied and not res.rolled_back and res.status == 1  # I005 is still there, and said why
+    assert [r.check for r in res.plan.repairs] == ["C001"] and [r.finding.check for r in res.rejected] == ["T006"]
+    assert info(v30)["fps"] == 10.0 and info(v30)["total_episodes"] == 3 and info(v30)["total_tasks"] == 2
+    assert ids(v30) == {"I005"}
+    r = CliRunner().invoke(cli, ["repair", "--dry-run", str(v30)])
+    assert r.exit_code == 1 and "will not apply:" in r.output and "it would introduce T006 error" in r.output
+    assert "ROLLED BACK" not in r.output
 
 
 _KILL = """
@@ -710,7 +743,8 @@ def write_change(root, change):
         os.kill(os.getpid(), signal.SIGKILL)
 def verify_rewrite(*a, **k):
     real_verify(*a, **k)
-    if {mode!r} == "inside" and n == 0:
+    in_dataset = ".lrtool" not in a[0].parts  # not the shadow (in .lrtool/shadow/) the plan is tried on first
+    if {mode!r} == "inside" and n == 0 and in_dataset:
         os.kill(os.getpid(), signal.SIGKILL)   # the temp file is complete, the original not yet replaced
 apply.write_change, parquet.verify_rewrite = write_change, verify_rewrite
 from lerobot_tools.cli import main
@@ -873,12 +907,24 @@ def test_an_internal_error_in_repair_s_validation_is_one_line_not_a_traceback(tm
     assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
 
+def test_an_internal_error_in_the_check_of_the_shadow_rejects_the_repair_before_any_write(tmp_path, monkeypatch):
+    root = copy_fixture("broken_wrong_totals", tmp_path)
+    before = tree(root, include_lrtool=True)
+    calls = _crash_family(monkeypatch, after_calls=1)  # the plan's validation runs; the shadow's fails
+    result = repair(root)
+    assert len(calls) == 2 and not result.applied and not result.rolled_back and result.status == 1
+    (rj,) = result.rejected
+    assert rj.group == "fix_counters" and rj.finding.check == "M001" and "RuntimeError: boom" in rj.reason
+    assert tree(root, include_lrtool=True) == before
+
+
 def test_an_internal_error_in_the_check_after_a_repair_rolls_it_back(tmp_path, monkeypatch):
     root = copy_fixture("broken_wrong_totals", tmp_path)
     before = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file() and ".lrtool" not in p.parts}
-    calls = _crash_family(monkeypatch, after_calls=1)  # the plan's validation runs; the one after the repair fails
+    # the plan's validation and the shadow's run; the one after the repair fails
+    calls = _crash_family(monkeypatch, after_calls=2)
     result = repair(root)
-    assert len(calls) == 2
+    assert len(calls) == 3
     assert result.rolled_back and any("M001" in w for w in result.worse), (result.worse, result.failed)
     after = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file() and ".lrtool" not in p.parts}
     assert after == before

@@ -11,6 +11,7 @@ Library entry points:
 ['total_episodes 5 -> 3 (3 episode(s) in the metadata)', 'total_frames 50 -> 60 (60 rows in 2 data file(s))']
 
 Modules: :mod:`.plan` (validate, map findings to repairs), :mod:`.fixes` (one function per repair),
+:mod:`.judge` (try the plan on a :mod:`.shadow` of the dataset, keep or reject each fix by what it was for),
 :mod:`.apply` (backup, atomic writes, re-validation, rollback, undo), :mod:`.backup`, :mod:`.parquet`
 (row-group-preserving, verified parquet rewrites), :mod:`.hfmeta` (the ``huggingface`` metadata key),
 :mod:`.diff` (unified diffs and reports), :mod:`.run` (:func:`repair_targets`: many targets, one result).
@@ -42,7 +43,10 @@ def repair_target(target: Target, options: RepairOptions | None = None, *, dry_r
     A run (real or dry) first refuses a dataset whose previous repair was interrupted (its backup is still
     ``applying``: ``--undo`` first) or whose latest backup cannot be trusted (see
     :func:`lerobot_tools.repair.backup.read_manifest`); a real run then removes temporary files and incomplete
-    backups a killed run left behind. A dry run writes nothing at all.
+    backups a killed run left behind. Both then try the whole plan on a shadow of the dataset
+    (:func:`lerobot_tools.repair.judge.evaluate`): the fixes that would introduce an error, or clear nothing,
+    are rejected with the finding that says why; a dry run reports the shadow's outcome, a real run applies
+    the fixes kept. A dry run writes nothing in the dataset (its shadow lives in ``$TMPDIR``).
 
     Returns:
         The :class:`RepairResult` (``.status`` is the exit status for this dataset).
@@ -52,9 +56,14 @@ def repair_target(target: Target, options: RepairOptions | None = None, *, dry_r
     (:func:`lerobot_tools._lock.dataset_lock`) from before the cleanup to the last write; another lrtool run
     still writing the dataset after ``options.lock_timeout`` seconds gives ``plan.cannot_run``.
     """
+    import warnings
+
     options = options or RepairOptions()
     reason = cannot_run_reason(target)
-    with contextlib.ExitStack() as lock:
+    # NaN / infinite data is reported as findings (and refused by the statistics fix), never as numpy's
+    # RuntimeWarnings on stderr (the checks' scans run in threads: numpy.errstate would not reach them)
+    with contextlib.ExitStack() as lock, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"(invalid value|divide by zero|overflow) encountered", RuntimeWarning)
         if reason is None and not dry_run and (Path(target.root) / "meta" / "info.json").is_file():
             try:
                 lock.enter_context(dataset_lock(target.root, timeout=options.lock_timeout, what="repairing"))
@@ -81,16 +90,32 @@ def _repair_locked(target: Target, options: RepairOptions, dry_run: bool, reason
     if reason is not None:
         plan = RepairPlan(target=target.spec, root=target.root, cannot_run=reason)
         return RepairResult(plan, dry_run=dry_run)
-    plan = plan_repair(target, options)
-    if dry_run or plan.cannot_run:
-        result = RepairResult(plan, dry_run=dry_run)
+    from lerobot_tools.repair.judge import evaluate
+
+    try:
+        ev = evaluate(target, options, inside=not dry_run)
+    except LrtoolError as exc:  # the dataset changed under the shadow
+        plan = RepairPlan(target=target.spec, root=target.root, cannot_run=exc.within(target.root))
+        return RepairResult(plan, dry_run=dry_run)
+    plan = ev.plan
+    if dry_run or plan.cannot_run or ev.unpredicted:
+        result = RepairResult(plan, dry_run=dry_run, rejected=ev.rejected, dropped=ev.dropped,
+                              unpredicted=ev.unpredicted)
+        if not dry_run and ev.unpredicted:  # a real run never applies a plan it could not try first
+            plan.cannot_run = f"{ev.unpredicted}; nothing was changed"
+            return result
         if not plan.empty and not plan.cannot_run:
             from lerobot_tools.repair.diff import plan_changes
 
             result.changes = plan_changes(plan)
+        if ev.trial is not None and ev.trial.after is not None:
+            result.after, result.predicted = ev.trial.after, True
+            result.take(ev.trial.judgement)
         return result
     try:
-        return apply_plan(plan, target, options)
+        result = apply_plan(plan, target, options)
     except (LrtoolError, OSError) as exc:  # the backup could not be written: nothing in the dataset changed
         plan.cannot_run = f"cannot write the backup, nothing was changed: {exc}"
         return RepairResult(plan)
+    result.rejected, result.dropped = ev.rejected, ev.dropped
+    return result

@@ -1,6 +1,7 @@
 """Apply a repair plan: backup, atomic verified writes, re-validation, rollback; and ``--undo``.
 
-Order of events for one dataset (:func:`apply_plan`):
+Order of events for one dataset (:func:`apply_plan`, called with the plan
+:func:`lerobot_tools.repair.judge.evaluate` kept after trying it on a shadow of the dataset):
 
 1. nothing to change -> nothing is written and no backup is made;
 2. the originals of every file that will change (and the move list) go to ``.lrtool/backup/<UTC>/``
@@ -8,9 +9,10 @@ Order of events for one dataset (:func:`apply_plan`):
 3. each file is rewritten through :func:`lerobot_tools._io.atomic_path` (temp file in the same folder,
    fsync, verify, ``os.replace``): data parquet first, then the task table, moves, and ``meta/info.json``
    last. A kill at any moment leaves each file original or fully repaired, and ``--undo`` restores;
-4. an error in any write restores every file from the backup;
-5. validate runs again; findings are sorted into gone / remaining / new. If any check reports more
-   findings than before, the repair made things worse and every file is restored from the backup.
+4. an error in any write, or Ctrl-C / SIGTERM, restores every file from the backup;
+5. validate runs again and :func:`lerobot_tools.repair.judge.judge` sorts the findings into gone / remaining /
+   now visible / vetoes. A veto (a new error the written bytes caused: the shadow did not predict it, since
+   the plan kept none) restores every file from the backup.
 """
 
 from __future__ import annotations
@@ -32,19 +34,28 @@ from lerobot_tools.repair.model import Move, ParquetChange, RepairOptions, Repai
 
 @dataclass
 class RepairResult:
-    """What one repair run did to one dataset.
+    """What one repair run (or dry run) did, or will do, to one dataset.
 
     Attributes:
-        plan: the plan (with the validate report it was made from).
+        plan: the plan applied (the rejected fixes left out), with the validate report it was made from.
         dry_run: nothing was written.
         applied: the changes were written (and kept, unless ``rolled_back``).
         backup: the backup folder (relative to the dataset root) of a kept repair.
         failed: why a write failed (every file was then restored).
-        rolled_back: re-validation found more problems, so every file was restored.
-        after: the validate report after the repair (None when nothing was written).
-        gone, remaining, new: findings of ``plan.before`` that disappeared / are still reported, and findings
-            that appeared.
-        worse: the checks whose finding count grew (the reason for a rollback).
+        rolled_back: re-validation after the writes found a new error the written bytes caused, so every file
+            was restored.
+        after: the validate report after the repair; in a dry run, the report of the shadow the plan was
+            written to (``predicted``). None when nothing was (or would be) written.
+        predicted: ``after`` is the shadow's report (a dry run).
+        gone, remaining: findings of ``plan.before`` that disappeared / are still reported.
+        new: findings that appeared (``visible`` and vetoes).
+        visible: new findings that are no reason to reject a fix, each with why
+            (:class:`~lerobot_tools.repair.judge.Visible`).
+        worse: ``check/severity`` of each veto (the reason for a rollback).
+        rejected: the fixes tried first and not applied, each with the finding that caused it
+            (:class:`~lerobot_tools.repair.judge.Rejection`).
+        dropped: repairs a fix planned that change no byte (not listed, not applied).
+        unpredicted: why the plan could not be tried on a shadow first (a dry run then lists it unchecked).
     """
 
     plan: RepairPlan
@@ -54,28 +65,41 @@ class RepairResult:
     failed: str | None = None
     rolled_back: bool = False
     after: DatasetReport | None = None
+    predicted: bool = False
     gone: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
     new: list[Finding] = field(default_factory=list)
+    visible: list = field(default_factory=list)
     worse: list[str] = field(default_factory=list)
+    rejected: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)
+    unpredicted: str | None = None
     #: the changes as shown to the user (:func:`lerobot_tools.repair.diff.plan_changes`, taken before writing)
     changes: dict | None = None
 
+    def take(self, judgement) -> None:
+        """Set gone / remaining / new / visible / worse from a :class:`~lerobot_tools.repair.judge.Judgement`."""
+        self.gone, self.remaining = judgement.gone, judgement.remaining
+        self.visible = judgement.visible
+        self.new = [v.finding for v in judgement.visible] + judgement.vetoes
+        self.worse = judgement.worse
+
     @property
     def status(self) -> int:
-        """Exit status: 2 cannot run; 1 a write failed, the repair was rolled back, errors remain, or a finding
-        the plan repairs is still reported; 0 every repairable finding fixed and no errors remain."""
+        """Exit status: 2 cannot run; 1 a write failed, the repair was rolled back, a planned fix is not applied,
+        errors remain, or a finding the plan repairs is still reported; 0 every repairable finding fixed and no
+        errors remain. A dry run says what the real run will."""
         plan = self.plan
         if plan.cannot_run:
             return 2
         if self.failed or self.rolled_back:
             return 1
-        if self.dry_run:
+        if self.dry_run and self.after is None:
             left = [d for d in plan.dispositions if d.action != "repair" and d.finding.severity == ERROR
                     and not d.finding.known]
-            return 1 if left else 0
+            return 1 if left or self.rejected else 0
         report = self.after or plan.before
-        if report is None or report.has_errors:
+        if report is None or report.has_errors or self.rejected:
             return 1
         repaired = {id(d.finding) for d in plan.dispositions if d.action == "repair"}
         if any(id(f) in repaired for f in self.remaining):
@@ -121,7 +145,18 @@ def compare(before: DatasetReport, after: DatasetReport, arrived: frozenset[str]
 
 # ---------------------------------------------------------------------- writes
 def write_change(root: Path, change: ParquetChange | TasksRewrite | TextChange | Move) -> None:
-    """Write one planned change into the dataset, atomically and verified (see module docstring).
+    """Write one planned change into the dataset, atomically and verified (see module docstring): the real
+    run's write (:func:`write_one`; trying the plan on a shadow calls :func:`write_one` directly).
+
+    Raises:
+        LrtoolError, OSError, ValueError: the change could not be written or did not verify (the file is then
+            untouched).
+    """
+    write_one(root, change)
+
+
+def write_one(root: Path, change: ParquetChange | TasksRewrite | TextChange | Move) -> None:
+    """Write one planned change below ``root`` (the dataset, or its shadow), atomically and verified.
 
     Raises:
         LrtoolError, OSError, ValueError: the change could not be written or did not verify (the file is then
@@ -205,25 +240,32 @@ def _disk_check(root: Path, plan: RepairPlan) -> None:
 
 
 def prepare(root: Path) -> None:
-    """Before planning a real run: remove temporary files and half-made backups a killed run left behind
-    (they would otherwise look like orphan files to validate)."""
+    """Before planning a real run: remove temporary files, half-made backups and shadows a killed run left behind
+    (they would otherwise look like orphan files to validate, or take space)."""
+    from lerobot_tools.repair.shadow import clean_stale
+
     clean_stale_temps(Path(root))
     backup.clean_partial(Path(root))
+    clean_stale(Path(root))
 
 
 def apply_plan(plan: RepairPlan, target: Target, options: RepairOptions | None = None) -> RepairResult:
-    """Back up, write every change of ``plan``, re-validate, and roll back if validation got worse.
+    """Back up, write every change of ``plan``, re-validate, and roll back if the writes caused a new error.
 
     Args:
-        plan: from :func:`lerobot_tools.repair.plan.plan_repair` (for the same ``target``).
+        plan: from :func:`lerobot_tools.repair.judge.evaluate` (or :func:`lerobot_tools.repair.plan.plan_repair`)
+            for the same ``target``.
         target: the resolved target (re-validated after the writes).
         options: the options the plan was made with (validation settings).
 
     Returns:
         The :class:`RepairResult`. Never raises for a failed write (the files are restored and ``failed`` says
         why); raises only when the backup itself cannot be written (nothing changed then) — as
-        :class:`~lerobot_tools.errors.LrtoolError` / OSError.
+        :class:`~lerobot_tools.errors.LrtoolError` / OSError — and re-raises Ctrl-C / SIGTERM after restoring
+        every file.
     """
+    from lerobot_tools.repair.judge import judge
+
     options = options or RepairOptions()
     result = RepairResult(plan)
     if not plan.empty and plan.root is not None:
@@ -252,8 +294,7 @@ def apply_plan(plan: RepairPlan, target: Target, options: RepairOptions | None =
     result.applied = True
     after = validate_contained(target, options.validate_options())
     result.after = after
-    arrived = frozenset(m.dst for m in plan.moves)
-    result.gone, result.remaining, result.new, result.worse = compare(plan.before, after, arrived)
+    result.take(judge(plan.before, after, plan, frozenset(m.dst for m in plan.moves)))
     if result.worse:
         try:
             backup.restore(root, bdir, force=True)
@@ -348,6 +389,10 @@ def _undo_locked(res: UndoResult, root: Path, dry_run: bool) -> UndoResult:
         return res
     if res.partial and not dry_run:
         backup.clean_partial(root)
+    if not dry_run:
+        from lerobot_tools.repair.shadow import clean_stale
+
+        clean_stale(root)  # a shadow a killed repair left (it changed nothing in the dataset)
     if bdir is None:
         if not res.partial:
             res.cannot_run = f"no repair backup to undo in {root / backup.BACKUP_DIR}"

@@ -79,12 +79,15 @@ class Repair:
         files: paths (relative to the dataset root) the fix writes.
         subject: which findings of ``check`` this fixes (:data:`Subject`, e.g. ``{"feature": "action"}``);
             None = every finding of ``check``. Never matched against message text.
+        group: the fix that planned it (a :data:`lerobot_tools.repair.fixes.FIXES` function's name, e.g.
+            ``fix_counters``): the smallest set of changes that is applied or rejected together.
     """
 
     check: str
     summary: str
     files: list[str] = field(default_factory=list)
     subject: Subject = None
+    group: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"check": self.check, "summary": self.summary, "files": self.files}
@@ -99,12 +102,15 @@ class Unrepairable:
         reason: why it is not mechanical (one line).
         todo: what the user must do (one line).
         subject: as :attr:`Repair.subject`.
+        rejected: the fix was planned, and not applied because trying it first showed it would make the dataset
+            worse or change nothing (:mod:`lerobot_tools.repair.judge`); ``reason`` says which finding.
     """
 
     check: str
     reason: str
     todo: str
     subject: Subject = None
+    rejected: bool = False
 
 
 @dataclass
@@ -112,7 +118,7 @@ class Disposition:
     """What the plan does about one finding of the validate report."""
 
     finding: Finding
-    action: str  # "repair" | "not-repairable" | "not-selected"
+    action: str  # "repair" | "rejected" | "not-repairable" | "not-selected"
     repair: Repair | None = None
     reason: str | None = None
     todo: str | None = None

@@ -29,6 +29,10 @@ REPAIRABLE: dict[str, str] = {c.id: c.repair_note for c in catalogue.CATALOGUE.v
 #: Repairs that need info.json only (they run even when the layout is unknown).
 INFO_ONLY = {"I005", "I007"}
 
+#: What to do about a fix repair tried first and did not apply (:mod:`lerobot_tools.repair.judge`).
+REJECTED_TODO = ("fix it by hand (the reason names what the planned change would break), or report it if "
+                 "lrtool's change is wrong")
+
 
 def _hub_cache_root(root: Path) -> bool:
     """True for a folder inside a huggingface_hub snapshot cache (files are symlinks into shared blobs)."""
@@ -62,12 +66,18 @@ def refusal_reason(report) -> str | None:
     return f"{line}; fix: {_lower(_todo(finding.check))}" if finding is not None else line
 
 
-def plan_repair(target: Target, options: RepairOptions | None = None) -> RepairPlan:
+def plan_repair(target: Target, options: RepairOptions | None = None, *, report=None,
+                exclude: dict[str, str] | None = None) -> RepairPlan:
     """Validate ``target`` and plan the repairs of every repairable finding.
 
     Args:
         target: a resolved target (:func:`lerobot_tools.dataset.resolve_targets`).
         options: repair options (``--only``, ``--drop-undeclared``, ``--move-files``).
+        report: the validate report to plan from (None: validate now). Planning again with fixes excluded
+            reuses the first report.
+        exclude: fix group (:attr:`~lerobot_tools.repair.model.Repair.group`) -> why it is not applied: those
+            fixes are not run, and the findings they would fix are marked rejected with that reason
+            (:mod:`lerobot_tools.repair.judge` decides which).
 
     Returns:
         The plan; ``plan.cannot_run`` is set (and nothing planned) when the target is unresolved or lives in
@@ -79,42 +89,60 @@ def plan_repair(target: Target, options: RepairOptions | None = None) -> RepairP
     plan.cannot_run = cannot_run_reason(target)
     if plan.cannot_run:
         return plan
-    report = validate_contained(target, options.validate_options())
+    if report is None:
+        report = validate_contained(target, options.validate_options())
+    exclude = exclude or {}
     plan.before = report
     plan.codebase_version = report.codebase_version
     plan.refused = refusal_reason(report)
     if plan.refused:
-        plan.dispositions = _dispositions(report.findings, [], [], options)
+        plan.dispositions = dispositions(report.findings, [], [], options)
         return plan
     try:
         ds = Dataset(target.root)
     except DatasetError:
-        plan.dispositions = _dispositions(report.findings, [], [], options)
+        plan.dispositions = dispositions(report.findings, [], [], options)
         return plan
     rc = fixes.RepairContext(ds, report, options)
     for checks, fix in fixes.FIXES:
-        if not (any(rc.has(c) for c in checks) and any(options.selected(c) for c in checks)):
+        if not (any(rc.has(c) or c in rc.implied for c in checks) and any(options.selected(c) for c in checks)):
+            continue
+        group = fix.__name__
+        if group in exclude:
+            for c in checks:
+                if rc.has(c) and options.selected(c):
+                    rc.unrepairable.append(Unrepairable(c, exclude[group], REJECTED_TODO, rejected=True))
             continue
         if ds.layout is None and not set(checks) <= INFO_ONLY:
             for c in checks:
                 rc.cannot(c, "codebase_version is unknown, so the file layout is unknown",
                           "set codebase_version (I004), then rerun")
             continue
+        first = len(rc.repairs)
         try:
             fix(rc)
         except Exception as exc:  # a bug in one fix must not take down the plan (or the other datasets)
             for c in checks:
                 rc.cannot(c, f"lrtool failed while planning this repair ({type(exc).__name__}: {exc}); please report it",
                           _todo(c))
+        for r in rc.repairs[first:]:
+            r.group = group
     fixes.finalize(rc)
     plan.repairs = rc.repairs
     plan.unrepairable = rc.unrepairable
     _changes(plan, rc)
-    plan.dispositions = _dispositions(report.findings, rc.repairs, rc.unrepairable, options)
+    plan.dispositions = dispositions(report.findings, rc.repairs, rc.unrepairable, options)
     return plan
 
 
 # ---------------------------------------------------------------------- concrete changes
+def same_json(a, b) -> bool:
+    """True when ``a`` and ``b`` serialise to the same JSON text (keys in order, ``30`` is not ``30.0``): Python's
+    ``==`` calls ``{"fps": 30} == {"fps": 30.0}`` equal, and a change it cannot see would be listed but never
+    written."""
+    return json.dumps(a, sort_keys=False) == json.dumps(b, sort_keys=False)
+
+
 def keys_preserved(old, new, where: str = "") -> None:
     """Raise ValueError when a key of a JSON object in ``old`` is missing at the same place in ``new``
     (recursively through objects): repair never drops an info.json key, known or unknown."""
@@ -131,7 +159,7 @@ def keys_preserved(old, new, where: str = "") -> None:
 def _changes(plan: RepairPlan, rc: fixes.RepairContext) -> None:
     ds = rc.ds
     root = ds.root
-    if rc.info != ds.info:
+    if not same_json(rc.info, ds.info):
         old_text = (root / INFO_PATH).read_text(encoding="utf-8")
         new_text = dump_like(old_text, rc.info)
         expected = json.loads(json.dumps(rc.info))
@@ -139,7 +167,7 @@ def _changes(plan: RepairPlan, rc: fixes.RepairContext) -> None:
 
         def verify_info(text: str, expected=expected, original=original) -> None:
             obj = json.loads(text)
-            if obj != expected:
+            if not same_json(obj, expected):
                 raise ValueError("info.json does not read back as planned")
             keys_preserved(original, obj)
 
@@ -176,7 +204,7 @@ def _changes(plan: RepairPlan, rc: fixes.RepairContext) -> None:
 DECLARATION_REPAIRS = {"I006", "S002", "S003", "S004", "S005", "S007"}
 
 
-def _dispositions(findings: list[Finding], repairs, unrepairable: list[Unrepairable],
+def dispositions(findings: list[Finding], repairs, unrepairable: list[Unrepairable],
                   options: RepairOptions) -> list[Disposition]:
     """Map each finding to what the plan does about it: not selected by --only, or a writer form left alone; not
     repairable (a specific reason from a fix, else the catalogue's); or the repair that fixes it. Findings are
@@ -194,7 +222,7 @@ def _dispositions(findings: list[Finding], repairs, unrepairable: list[Unrepaira
             continue
         u = next((u for u in unrepairable if u.check == f.check and f.concerns(u.subject)), None)
         if u is not None:
-            out.append(Disposition(f, "not-repairable", reason=u.reason, todo=u.todo))
+            out.append(Disposition(f, "rejected" if u.rejected else "not-repairable", reason=u.reason, todo=u.todo))
             continue
         r = next((r for r in repairs if r.check == f.check and f.concerns(r.subject)), None)
         if r is None and f.check.startswith("S") and "feature" in f.subject:
@@ -206,6 +234,9 @@ def _dispositions(findings: list[Finding], repairs, unrepairable: list[Unrepaira
             continue
         out.append(Disposition(f, "not-repairable", reason=_default_reason(f.check), todo=_todo(f.check)))
     return out
+
+
+_dispositions = dispositions  # the name tests and callers used before it was public
 
 
 def _default_reason(check: str) -> str:

@@ -20,11 +20,13 @@ class RepairRun:
             :class:`~lerobot_tools.repair.apply.UndoResult` with ``undo``) per distinct dataset, in order.
         undo: the run restored backups (``--undo``).
         dry_run: nothing was written.
+        verbose: the text report lists every file, cell and move (``--verbose``).
     """
 
     results: list = field(default_factory=list)
     undo: bool = False
     dry_run: bool = False
+    verbose: bool = False
 
     @property
     def exit_status(self) -> int:
@@ -47,7 +49,7 @@ class RepairRun:
         from lerobot_tools.repair import diff
 
         for r in self.results:
-            (diff.render_undo if self.undo else diff.render_result)(r, out)
+            (diff.render_undo if self.undo else diff.render_result)(r, out, verbose=self.verbose)
         word = "undo" if self.undo else ("dry run" if self.dry_run else "repair")
         out.write(f"Summary: {word} of {len(self.results)} dataset(s), exit status {self.exit_status}\n")
 

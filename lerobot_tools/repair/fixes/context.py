@@ -37,6 +37,9 @@ class RepairContext:
         tasks_rewrite: the planned ``tasks.parquet`` rewrite (v3.0).
         v2_task_lines: rows appended to ``meta/tasks.jsonl`` (v2.x).
         moves: planned file moves (--move-files).
+        implied: check IDs the plan's own changes call for although validate did not report them (e.g. the
+            statistics whose counts a corrected ``total_frames`` contradicts): their fixes run too, so metadata
+            derived from the same counts is rewritten in the same step.
         file_changes: other whole-file changes planned by a fix module: a
             :class:`~lerobot_tools.repair.model.TextChange`, or an object with ``relpath``, ``checks``,
             ``write(root)`` and ``summary()`` (the statistics fix's ``meta/episodes`` parquet cells).
@@ -57,6 +60,7 @@ class RepairContext:
         self.v2_task_lines: list[tuple[int, str]] = []
         self.moves: list[Move] = []
         self.file_changes: list = []
+        self.implied: set[str] = set()
 
     # ---------------------------------------------------------------- findings
     def findings(self, check: str) -> list[Finding]:
@@ -66,9 +70,12 @@ class RepairContext:
         return any(f.check in checks for f in self.report.findings)
 
     def wants(self, check: str) -> bool:
-        """The report has findings of ``check`` that are not left alone (a form lerobot's own writer produces,
-        see :meth:`RepairOptions.leaves_alone`) and ``--only`` selects it."""
-        return self.options.selected(check) and any(not self.options.leaves_alone(f) for f in self.findings(check))
+        """``--only`` selects ``check``, and the report has findings of it that are not left alone (a form lerobot's
+        own writer produces, see :meth:`RepairOptions.leaves_alone`) or the plan's own changes imply it
+        (:attr:`implied`)."""
+        if not self.options.selected(check):
+            return False
+        return check in self.implied or any(not self.options.leaves_alone(f) for f in self.findings(check))
 
     # ---------------------------------------------------------------- outcome
     def repair(self, check: str, summary: str, files: list[str], subject: Subject = None) -> None:

@@ -269,6 +269,7 @@ def fix_stats(rc) -> None:
     # ------------------------------------------------------------ recompute, episode by episode
     replaced: dict[int, dict[str, dict[str, Any]]] = {}
     recomputed_totals: dict[str, RunningAggregate] = {}
+    nonfinite: dict[str, set[int]] = {}
     import pyarrow.parquet as pq
 
     for df in rc.data_files:
@@ -293,9 +294,10 @@ def fix_stats(rc) -> None:
                         buf.setdefault(e, {}).setdefault(n, []).append(m[sel])
                 if rows[e] == lengths.get(e):
                     _episode(reader, e, buf.pop(e, {}), features, quantile_sets, feats, lengths, replaced,
-                             recomputed_totals)
+                             recomputed_totals, nonfinite)
         for e in list(buf):
-            _episode(reader, e, buf.pop(e), features, quantile_sets, feats, lengths, replaced, recomputed_totals)
+            _episode(reader, e, buf.pop(e), features, quantile_sets, feats, lengths, replaced, recomputed_totals,
+                     nonfinite)
         pf.close()
 
     # ------------------------------------------------------------ per-episode changes, then the aggregate
@@ -315,6 +317,16 @@ def fix_stats(rc) -> None:
                     agg.add(entry)
     else:
         aggregates = recomputed_totals
+    for name, dims in sorted(nonfinite.items()):
+        aggregates[name] = None  # never re-aggregated from statistics that cannot be right
+        for e in list(replaced):
+            replaced[e].pop(name, None)
+        shown = ", ".join(map(str, sorted(dims)[:6])) + (", ..." if len(dims) > 6 else "")
+        for c in wanted:
+            rc.cannot(c, f"the data of {name!r} holds NaN or infinite values (dimension(s) {shown}): statistics of "
+                      "it cannot be finite, so recomputing them fixes nothing",
+                      "replace or drop the non-finite values in the data, then rerun", {"feature": name})
+    _drop_unchanged(reader, replaced)
     summaries: dict[str, list[str]] = {}
     files: dict[str, list[str]] = {}
     if replaced:
@@ -326,14 +338,24 @@ def fix_stats(rc) -> None:
             changes = [_jsonl_change(ds, replaced, wanted)]
         else:
             changes = _parquet_changes(ds, reader, replaced, wanted)
+            written = {(c.episodes[r], col[len("stats/"):col.rindex("/")])
+                       for c in changes for r, cols in c.cells.items() for col in cols}
+            per_feature = {}
+            for e, n in written:
+                per_feature[n] = per_feature.get(n, 0) + 1
         for change in changes:
             rc.file_changes.append(change)
         for n, k in per_feature.items():
             summaries.setdefault(n, []).append(
-                f"recompute {k} per-episode entr{'y' if k == 1 else 'ies'} of {n!r} from the data (lerobot's compute_stats)")
+                f"recompute {k} per-episode entr{'y' if k == 1 else 'ies'} from the data (lerobot's compute_stats)")
             files.setdefault(n, []).extend(c.relpath for c in changes)
     if gstats is not None:
-        new_global, global_changed = _global(ds, gstats, aggregates, feats)
+        flagged = {n for c in wanted for f in rc.findings(c) if STATS_PATH in (f.paths or [f.path])
+                   for n in _features_of(f)}
+        for n in flagged:  # its stats.json entry is reported against the data: take the data's own moments (the
+            if aggregates.get(n) is not None and n in recomputed_totals:  # stored per-episode means carry float32
+                aggregates[n] = recomputed_totals[n]  # noise that pools into a spurious std)
+        new_global, global_changed = _global(ds, gstats, aggregates, feats, flagged)
         if global_changed:
             old_text = (ds.root / STATS_PATH).read_text(encoding="utf-8")
             new_text = dump_like(old_text if old_text.strip() else "{\n    }", new_global)
@@ -345,19 +367,44 @@ def fix_stats(rc) -> None:
 
             rc.file_changes.append(TextChange(STATS_PATH, old_text, new_text, list(wanted), verify))
             for n in global_changed:
-                summaries.setdefault(n, []).append(f"re-aggregate its {STATS_PATH} entry (lerobot's aggregate_stats)")
+                summaries.setdefault(n, []).append(f"re-aggregate the {STATS_PATH} entry (lerobot's aggregate_stats)")
                 files.setdefault(n, []).append(STATS_PATH)
     if not summaries:
         cannot("the stored statistics agree with the data within tolerance; nothing to recompute",
                "see the finding: camera statistics and declarations are not recomputed")
         return
     for c in wanted:
-        named: set[str] = set()
-        for f in rc.findings(c):
-            v = f.subject.get("feature")
-            named.update(v if isinstance(v, list) else [v] if v is not None else [])
+        found = rc.findings(c)
+        # a finding grouped over several features names none: the changes of every feature answer it
+        whole = (c in rc.implied and not found) or any(not _features_of(f) for f in found)
+        named = set(summaries) if whole else {n for f in found for n in _features_of(f)}
+        if not whole:
+            for n in sorted(named & set(summaries)):
+                rc.repair(c, f"{n!r}: " + "; ".join(summaries[n]), files[n], {"feature": n})
+            continue
+        alike: dict[str, list[str]] = {}  # features whose changes read the same: one line
         for n in sorted(named & set(summaries)):
-            rc.repair(c, f"{n!r}: " + "; ".join(summaries[n]), files[n], {"feature": n})
+            alike.setdefault("; ".join(summaries[n]), []).append(n)
+        for text, names in alike.items():
+            shown = ", ".join(map(repr, names[:3])) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            rc.repair(c, f"{shown}: {text}", sorted({p for n in names for p in files[n]}), None)
+
+
+def _features_of(f) -> list[str]:
+    v = f.subject.get("feature")
+    return v if isinstance(v, list) else [v] if v is not None else []
+
+
+def _drop_unchanged(reader, replaced: dict[int, dict[str, dict[str, Any]]]) -> None:
+    """Forget replacement entries equal to the stored ones (nothing to write: not listed either)."""
+    for e in list(replaced):
+        row = reader.get(e) if reader.kind is not None else None
+        stored = row.stats if row is not None else {}
+        for name in list(replaced[e]):
+            if _same(replaced[e][name], stored.get(name)):
+                del replaced[e][name]
+        if not replaced[e]:
+            del replaced[e]
 
 
 def _wrong_stats(raw: dict, feat: dict, length: int | None) -> tuple[st.FeatureStats, set[str]]:
@@ -377,23 +424,31 @@ def _wrong_stats(raw: dict, feat: dict, length: int | None) -> tuple[st.FeatureS
 
 
 def _merge(raw: dict, new: dict[str, Any], wrong: set[str]) -> dict[str, Any]:
-    """``raw`` with the ``wrong`` statistics replaced by ``new``'s (kept in place; new ones appended)."""
+    """``raw`` with the ``wrong`` statistics replaced by ``new``'s (kept in place; new ones appended). ``min`` and
+    ``max`` are the data's own values, so they are written exactly (G010 compares them exactly); the other
+    statistics keep a stored number that equals the new one to float noise (:func:`_keep_close`)."""
     out = dict(raw)
     for s in wrong:
         if s in new:
-            out[s] = _keep_close(new[s], raw.get(s))
+            out[s] = new[s] if s in ("min", "max") else _keep_close(new[s], raw.get(s))
     return out
 
 
-def _episode(reader, e, parts, features, quantile_sets, feats, lengths, replaced, totals) -> None:
+def _episode(reader, e, parts, features, quantile_sets, feats, lengths, replaced, totals, nonfinite) -> None:
     """Recompute one episode's statistics; plan replacing the stored statistics that are wrong (per statistic:
-    unreadable, misshapen, non-finite, miscounted, or disagreeing with the data beyond G010's tolerance)."""
+    unreadable, misshapen, non-finite, miscounted, or disagreeing with the data beyond G010's tolerance). A
+    feature whose data holds NaN or infinite values is noted in ``nonfinite`` (name -> dimensions) instead:
+    statistics of such data cannot be finite, so recomputing them fixes nothing."""
     row = reader.get(e) if reader.kind is not None else None
     for name, f in features.items():
         chunks = parts.get(name)
         if not chunks:
             continue
         x = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+        bad = ~np.isfinite(x.astype(np.float64)) if x.dtype.kind == "f" else None
+        if bad is not None and bad.any():
+            nonfinite.setdefault(name, set()).update(np.flatnonzero(bad.any(axis=0)).tolist())
+            continue
         raw = row.stats.get(name) if row is not None else None
         shapes = st.accepted_shapes(feats[name])
         sound, wrong = _wrong_stats(raw, feats[name], lengths.get(e)) if isinstance(raw, dict) else ({}, set())
@@ -470,12 +525,16 @@ def _parquet_changes(ds, reader, replaced, checks) -> list[StatsCellsRewrite]:
     return [c for c in out.values() if c.cells]
 
 
-def _global(ds, gstats: dict, aggregates: dict, feats: dict) -> tuple[dict, list[str]]:
+def _global(ds, gstats: dict, aggregates: dict, feats: dict,
+            flagged: set[str] = frozenset()) -> tuple[dict, list[str]]:
     """The new ``stats.json`` object (keys in their order) and the features whose entry changes.
 
     An entry whose count differs from the aggregate's (stale: episodes were added or removed) is replaced in full
     by lerobot's aggregate (quantiles as count-weighted means, 0.4.4); otherwise only its statistics that are
-    unreadable, misshapen, non-finite or differ from the aggregate (G008's tolerance) are."""
+    unreadable, misshapen, non-finite or differ from the aggregate (G008's tolerance) are. For a feature in
+    ``flagged`` (its ``stats.json`` entry is what a G003-G006/G010 finding names) every base statistic that is
+    not the aggregate's (to float noise) is replaced: G008's tolerance lets through what those checks report
+    (e.g. a std of 3e-07 where the data is constant)."""
     new = dict(gstats)
     changed_names: list[str] = []
     for name, raw in gstats.items():
@@ -495,10 +554,12 @@ def _global(ds, gstats: dict, aggregates: dict, feats: dict) -> tuple[dict, list
                 wrong |= set(raw) & (set(res) | set(st.BASE_STATS))
         else:
             wrong |= set(st.BASE_STATS)
-        if not wrong:
-            continue
         integer = _integer_entry(raw)
         plain = _plain({k: v for k, v in res.items() if k in raw or k in st.BASE_STATS}, integer)
+        if name in flagged:
+            wrong |= {s for s in st.BASE_STATS if s in plain and not _same(_keep_close(plain[s], raw.get(s)), raw.get(s))}
+        if not wrong:
+            continue
         new[name] = _merge(raw, plain, wrong)
         changed_names.append(name)
     return new, changed_names
