@@ -235,3 +235,21 @@ def test_reshard_acts_on_the_whole_dataset_and_says_so(built, tmp_path):
     (d,) = json.loads(out)["datasets"]
     assert any("episode subset is ignored: whole data files are resharded" in n for n in d["notes"])
     assert len(d["files"]) == 6  # every data file, not the one of episode 0
+
+
+def test_repair_acts_on_the_whole_dataset_and_says_so(built, tmp_path):
+    """A subset target's repair plans from the whole dataset's findings (the files it rewrites hold every
+    episode) and says the subset is ignored; the plan equals the plan for the dataset's own folder."""
+    src = subset_copy(built["v2.1"], tmp_path / "ds", keep={0, 1})
+    mix = tmp_path / "mix.txt"
+    mix.write_text("ds episodes=0\n")
+    code_mix, out_mix = cli_run("repair", mix, "--dry-run", "--format", "json")
+    code_dir, out_dir = cli_run("repair", src, "--dry-run", "--format", "json")
+    (d_mix,), (d_dir,) = json.loads(out_mix)["datasets"], json.loads(out_dir)["datasets"]
+    assert any("episode subset is ignored: repair checks and rewrites the whole dataset" in n for n in d_mix["notes"])
+    assert "notes" not in d_dir
+    # the absent files of episodes 2-5 are errors for the whole dataset, not "not requested" infos
+    assert ("F001", "error") in {(f["check"], f["severity"]) for f in d_mix["findings"]}
+    assert d_mix["findings"] == d_dir["findings"] and code_mix == code_dir == 1
+    code, text = cli_run("repair", mix, "--dry-run")
+    assert "note: the target's episode subset is ignored" in text

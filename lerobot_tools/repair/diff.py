@@ -218,6 +218,8 @@ def result_to_dict(result) -> dict[str, Any]:
         "dry_run": result.dry_run,
         "status": result.status,
     }
+    if plan.before is not None and plan.before.notes:
+        d["notes"] = list(plan.before.notes)
     if plan.cannot_run:
         d["error"] = plan.cannot_run
         return d
@@ -293,6 +295,8 @@ def render_result(result, out: IO[str], *, verbose: bool = False) -> None:
     out.write(f"{plan.target}{version}\n")
     if plan.root and str(plan.root) != plan.target:
         out.write(f"  root: {plan.root}\n")
+    for note in plan.before.notes if plan.before is not None else []:
+        out.write(f"  note: {note}\n")
     if plan.cannot_run:
         out.write(f"  cannot repair: {plan.cannot_run}\n\n")
         return

@@ -54,6 +54,24 @@ class RepairRun:
         out.write(f"Summary: {word} of {len(self.results)} dataset(s), exit status {self.exit_status}\n")
 
 
+#: said on a dataset named with an episode subset: repair rewrites whole files, for every episode
+WHOLE_DATASET_NOTE = "the target's episode subset is ignored: repair checks and rewrites the whole dataset"
+
+
+def whole_dataset(target):
+    """``target`` without its episode subset (``episodes``/``excluded_episodes``), with
+    :data:`WHOLE_DATASET_NOTE` among its notes when it had one: repair and undo act on the dataset as a whole
+    (its files hold every episode), as reshard does."""
+    import dataclasses
+
+    from lerobot_tools.dataset.subset import EpisodeSubset
+
+    if EpisodeSubset.of(target).whole:
+        return target
+    return dataclasses.replace(target, episodes=None, excluded_episodes=None,
+                               notes=[*target.notes, WHOLE_DATASET_NOTE])
+
+
 def repair_targets(target_args: Iterable[str], options: RepairOptions | None = None, *, dry_run: bool = False,
                    undo: bool = False) -> RepairRun:
     """Resolve TARGET arguments (folders, repo ids in ``$HF_LEROBOT_HOME``, mixture files) and repair (or, with
@@ -72,6 +90,7 @@ def repair_targets(target_args: Iterable[str], options: RepairOptions | None = N
     for t, dup in zip(resolved, duplicate_of(resolved)):
         if dup is not None:
             continue
+        t = whole_dataset(t)
         try:
             run.results.append(undo_target(t, dry_run=dry_run, lock_timeout=options.lock_timeout) if undo
                                else repair_target(t, options, dry_run=dry_run))
