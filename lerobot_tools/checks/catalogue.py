@@ -401,6 +401,32 @@ _CHECKS = [
           "(lerobot dataset_tools checks round(to * fps) - round(from * fps) == length) disagree by one frame.",
           "Nothing is needed to train; set to_timestamp = from_timestamp + length / fps if such a tool needs it.",
           **_manual("a writer convention loaders accept; nothing to repair")),
+    Check("F020", "video-frame-times", ERROR, "A video's own frame timestamps are off the 1/fps grid.",
+          "Every frame's presentation timestamp, read from the mp4's sample tables (stts, ctts, elst, mdhd/mvhd; "
+          "tfdt/trun of a fragmented file with --all-videos) without decoding, against the grid k / fps from 0, and "
+          "every frame query of the file's episodes (from_timestamp + timestamp; v2.x: timestamp) against the "
+          "nearest real frame. Names the cause once per file: a start offset (an empty edit list, a fragmented "
+          "file with B-frames and no edit list, a first fragment not at 0), dropped frames, duplicated frames, a "
+          "variable frame rate, a time base that cannot hold 1 / fps (times rounded to it), and the first query it "
+          "breaks (episode, frame, distance). An error when a query misses by more than tolerance_s or lands on "
+          "another frame than its own; a warning when every query still lands (docs/video-timestamps.md).",
+          "lerobot 0.4.4 decode_video_frames (datasets/video_utils.py) takes the frame with the nearest timestamp "
+          "and raises FrameTimestampError beyond tolerance_s (huggingface/lerobot#3177 and the issues in "
+          "docs/failure-modes.md#timestamps); within it, a shifted file silently returns a neighbouring frame, or "
+          "another episode's. Misses explained by the episode metadata are F010, by the timestamp column D003.",
+          "Re-mux the file with frame times k / fps from 0 (or re-record it); a start offset can also be absorbed "
+          "by the episode metadata by hand. `lrtool reencode` keeps every frame time, so it does not fix this.",
+          **_manual("the video's own frame times are wrong; the frames must be re-timed by re-muxing")),
+    Check("F021", "tolerance-needed", INFO, "The smallest tolerance_s that makes every frame query land.",
+          "Once per dataset, when some frame query misses at --tolerance-s: the smallest tolerance_s with which "
+          "every query (real frame timestamps, the timestamp column with --deep) lands on its own frame, with the "
+          "worst episode and camera, or that no value does because some query's nearest frame is another frame "
+          "(docs/video-timestamps.md).",
+          "lerobot's tolerance_s (LeRobotDataset, TrainPipelineConfig, default 1e-4 s) decides between "
+          "FrameTimestampError and a returned frame; a value large enough to load may also return wrong frames.",
+          "Fix the causes reported (F010, F020, D003); raising tolerance_s to the value given is a stop-gap when "
+          "every query lands on its own frame.",
+          **_manual("a summary of the timestamp findings, not a defect of its own")),
     # ------------------------------------------------------------------ R: row groups
     Check("R001", "row-group-spans-episodes", WARNING, "A row group holds rows of several episodes.",
           "Per row group, episode_index min == max (footer statistics).",
