@@ -24,7 +24,8 @@ own, on exactly one root cause:
 F021 (info, once per dataset) gives the smallest ``tolerance_s`` with which every query lands on its own frame,
 and the worst query, or says that no value does (some query's nearest frame is another frame: raising the
 tolerance would only hide it). A frame is a query's own when its position in the file is the query's (the file
-holds exactly its episodes' frames, in order), else when its PTS lies in the query's episode segment.
+holds exactly its episodes' frames, in order), else when its PTS lies in the query's episode segment within half a
+frame period of where the writer puts frame ``k`` (``from_timestamp + k / fps``).
 
 Cost: a few vectorised numpy operations per file on the times the probe already read (no decoding, no extra
 read); files whose times are unknown (a fragmented MP4 without ``--all-videos``) are listed as not checked.
@@ -119,6 +120,11 @@ def run(ctx: CheckContext) -> None:
         if ft.count == 0 or not eps:
             continue
         _audit_file(ctx, rel, vf.video_key, ft, eps, fps, tol, meta_blamed, off, summary, column, column_ok)
+    if ctx.timestamps_truncated:
+        from lerobot_tools.checks.deep import MAX_TS_KEPT
+
+        ctx.skip("F021, D003 frame queries (some rows)", f"over {MAX_TS_KEPT} timestamps of a data file are off k / fps: "
+                 "the rows past that many were queried at k / fps")
     if unknown:
         rel, why = unknown[0]
         ctx.skip("F020, F021 (frame timestamps)", f"{len(unknown)} video file(s), e.g. {rel}: {why}")
@@ -126,44 +132,98 @@ def run(ctx: CheckContext) -> None:
     _report_tolerance(ctx, summary, tol)
 
 
-def _audit_file(ctx, rel: str, key: str, ft: FrameTimes, eps, fps: float, tol: float, meta_blamed: set, off: dict,
-                summary: _Summary, column: dict, column_ok: dict) -> None:
+@dataclass
+class Verdicts:
+    """Where every frame query of one video file lands (arrays of shape ``(Q,)``, one entry per query, episodes in
+    file order and frames in order within each).
+
+    Attributes:
+        slot: int64, the episode's position in the file's episode list; ``k``: int64, the frame in its episode.
+        query: float64, the query time in seconds (``from_timestamp + timestamp[k]``).
+        frame: int64, the position (in presentation order) of the frame the nearest-PTS rule picks.
+        distance: float64, ``|PTS - query|`` in seconds.
+        own: bool, the picked frame is the query's own: at the query's position when ``positional``, else in its
+            episode's segment and within half a period of ``from_timestamp + k / fps``.
+        owner: int64, the slot of the episode the picked frame belongs to (-1: none).
+        past: bool, torchcodec's index ``round(query x rate)`` is past the file's frame count (``IndexError``).
+        starts: int64 ``(episodes,)``, each episode's first position in the file (meaningful when ``positional``).
+        positional: the file holds exactly its episodes' frames, so a frame's position says whose it is.
+    """
+
+    slot: np.ndarray
+    k: np.ndarray
+    query: np.ndarray
+    frame: np.ndarray
+    distance: np.ndarray
+    own: np.ndarray
+    owner: np.ndarray
+    past: np.ndarray
+    starts: np.ndarray
+    positional: bool
+
+    def failed(self, tolerance_s: float) -> np.ndarray:
+        """bool ``(Q,)``: the query raises or reads another frame than its own at ``tolerance_s``."""
+        return (self.distance > tolerance_s) | ~self.own | self.past
+
+
+def query_verdicts(ft: FrameTimes, eps: list[tuple[int, float, int]], fps: float,
+                   timestamps: dict[int, tuple] | None = None) -> Verdicts:
+    """Locate every frame query of a video file on its real frames.
+
+    Args:
+        ft: the file's frame times.
+        eps: ``(episode, from_timestamp, length)`` of the episodes in the file, in file order (v2.x: one, from 0).
+        fps: the dataset's frame rate: frame ``k`` is queried at ``from_timestamp + k / fps`` ...
+        timestamps: ... unless this maps the episode to ``(positions, timestamps in seconds)`` of rows whose
+            ``timestamp`` is not ``k / fps`` (the deep scan's ``ts_off``).
+
+    Returns:
+        :class:`Verdicts`. The picked frame is the one with the nearest PTS (:func:`lerobot_tools.video.timing.locate`,
+        upstream lerobot 0.4.4 ``decode_video_frames``); torchcodec's index is ``round(query x rate)``, ``rate`` the
+        rate the frames are spaced at (:func:`lerobot_tools.video.timing.nominal_rate`).
+    """
     frames = ft.seconds
     lengths = np.array([n for _, _, n in eps], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     positional = int(lengths.sum()) == ft.count
-    froms = np.array([a for _, a, _ in eps])
-    # every query of the file at once: episode slot, frame k, the writer's query (k / fps) and the actual one
+    froms = np.array([a for _, a, _ in eps], dtype=np.float64)
     slot = np.repeat(np.arange(len(eps)), lengths)
     k = np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
-    ideal = froms[slot] + k / fps
-    actual = ideal.copy()
+    slot_time = froms[slot] + k / fps  # where the writer put frame k
+    query = slot_time.copy()
     for i, (e, a, n) in enumerate(eps):
-        got = off.get(e)
+        got = (timestamps or {}).get(e)
         if got:
             pos = np.asarray(got[0], dtype=np.int64)
-            keep = pos < n
-            actual[starts[i] + pos[keep]] = a + np.asarray(got[1], dtype=np.float64)[keep]
-    j_act, d_act = locate(frames, actual)
-    j_id, d_id = locate(frames, ideal)
+            keep = (pos >= 0) & (pos < n)
+            query[starts[i] + pos[keep]] = a + np.asarray(got[1], dtype=np.float64)[keep]
+    j, d = locate(frames, query)
     if positional:
-        own = starts[slot] + k
-        owner_act = np.searchsorted(starts, j_act, side="right") - 1
-        own_act, own_id = j_act == own, j_id == own
-    else:  # the frame's PTS in the episode's segment [from, next from)
-        bounds = np.concatenate((froms[1:], [np.inf])) if len(eps) > 1 else np.array([np.inf])
-        seg_of = np.searchsorted(froms, frames, side="right") - 1
-        owner_act = seg_of[j_act]
-        own_act = (owner_act == slot) & (frames[j_act] < bounds[slot])
-        own_id = seg_of[j_id] == slot
+        owner = np.searchsorted(starts, j, side="right") - 1
+        own = j == starts[slot] + k
+    else:  # the frame's PTS in the episode's segment [from, next from), within half a period of frame k's slot
+        bounds = np.concatenate((froms[1:], [np.inf]))
+        owner = (np.searchsorted(froms, frames, side="right") - 1)[j]
+        own = (owner == slot) & (frames[j] < bounds[slot]) & (np.abs(frames[j] - slot_time) < 0.5 / fps)
     # torchcodec (lerobot's default backend) first turns a query into the index round(q x average_fps) and raises
     # IndexError past the file's frame count (0.4.4 decode_video_frames_torchcodec): a file holding fewer frames than
     # its span (dropped frames) fails its last queries whatever the tolerance
     rate = nominal_rate(ft) or fps
-    past_act = np.rint(actual * rate) >= ft.count
-    past_id = np.rint(ideal * rate) >= ft.count
-    bad_act = (d_act > tol) | ~own_act | past_act
-    good_id = (d_id <= tol) & own_id & ~past_id
+    past = np.rint(query * rate) >= ft.count
+    return Verdicts(slot, k, query, j, d, own, owner, past, starts, positional)
+
+
+def _audit_file(ctx, rel: str, key: str, ft: FrameTimes, eps, fps: float, tol: float, meta_blamed: set, off: dict,
+                summary: _Summary, column: dict, column_ok: dict) -> None:
+    frames = ft.seconds
+    act = query_verdicts(ft, eps, fps, off)
+    ide = query_verdicts(ft, eps, fps)  # every row at k / fps: what the writer's column would query
+    slot, k, starts, positional = act.slot, act.k, act.starts, act.positional
+    actual, ideal = act.query, ide.query
+    j_act, d_act, own_act, owner_act, past_act = act.frame, act.distance, act.own, act.owner, act.past
+    bad_act = act.failed(tol)
+    good_id = ~ide.failed(tol)
+    own_id = ide.own
     ep_ids = np.array([e for e, _, _ in eps])
     # the episode metadata's share (F010): a query that misses the grid j / fps of the file's span, or, in an episode
     # F010 reported, one whose nearest frame is not its own
@@ -245,6 +305,12 @@ def _landing(i, ep_ids, slot, k, queries, dist, frames, j, owner, starts, positi
     return q
 
 
+def _above(x: float) -> str:
+    """A distance as F021 states it: 6 significant digits, float noise below 1e-12 s dropped (0.025000000000000022
+    is 0.025: the loaders' tolerance must be above it, lerobot 0.4.4 compares with ``<``)."""
+    return f"{max(0.0, round(x, 12)):.6g}"
+
+
 def _describe(q: _Query, tol: float) -> str:
     where = f"episode {q.episode} frame {q.frame} queried at {q.time:.6f} s"
     if q.other:
@@ -280,13 +346,13 @@ def _report_tolerance(ctx: CheckContext, s: _Summary, tol: float) -> None:
         first = s.wrong[0]
         rest = ""
         if s.worst is not None:
-            rest = f"; the queries on their own frame need tolerance_s >= {s.worst.distance:.3g} s"
+            rest = f"; the queries on their own frame need a tolerance_s above {_above(s.worst.distance)} s"
         ctx.emit("F021", f"no tolerance_s makes every frame query land on its own frame: {s.wrong_count} of "
                  f"{s.queries} queries read another frame (first: {first.key}, {_describe(first, tol)}); a larger "
                  f"tolerance_s only hides them{rest}{past}", None, episode=first.episode, video_key=first.key)
     elif s.worst is not None and (s.worst.distance > tol or s.past_count):
         w = s.worst
-        ctx.emit("F021", f"every frame query lands on its own frame with tolerance_s >= {w.distance:.3g} s (worst: "
+        ctx.emit("F021", f"every frame query lands on its own frame with a tolerance_s above {_above(w.distance)} s (worst: "
                  f"{w.key}, episode {w.episode} frame {w.frame}, {w.distance:.2e} s from its frame); the loaders use "
                  f"{tol:g} s (lerobot's tolerance_s, lrtool --tolerance-s){past}", None, episode=w.episode,
                  video_key=w.key)

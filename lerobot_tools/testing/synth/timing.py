@@ -142,8 +142,8 @@ def _duplicated(root: Path) -> None:
 
 def _variable_rate(root: Path) -> None:
     n = V21.episode_lengths[0]
-    # a camera delivering frames 20 ms early or late around the 100 ms grid: steps of 80 and 120 ms
-    ticks = [round((k / FPS + (0.02 if k % 2 else 0.0)) * TIMESCALE) for k in range(n)]
+    # a camera delivering every other frame 25 ms late (256 ticks): steps of 125 and 75 ms around the 100 ms grid
+    ticks = [k * 1024 + (256 if k % 2 else 0) for k in range(n)]
     _v21_episode0(root, list(range(n)), ticks)
 
 
@@ -203,11 +203,11 @@ def _wallclock(root: Path) -> None:
 
 CASES: list[TimingCase] = [
     TimingCase("broken_frame_dropped", "v2.1", "episode 0's mp4 lacks frame 7 (a 200 ms gap in its frame timestamps): "
-               "frame query 7 misses by 0.1 s", ("F020",), 0.1, _dropped),
+               "frame query 7 misses by 0.1 s and its nearest frame is frame 6", ("F020",), None, _dropped),
     TimingCase("broken_frame_duplicated", "v2.1", "episode 0's mp4 holds frame 7 twice, the copy one tick (1/10240 s) "
                "later: 21 frames for 20 rows, every query still lands", ("F020",), 0.0, _duplicated),
-    TimingCase("broken_frame_rate_variable", "v2.1", "episode 0's frames come 20 ms late every other frame (steps of 80 "
-               "and 120 ms at 10 fps): odd frame queries miss by 20 ms", ("F020",), 0.02, _variable_rate),
+    TimingCase("broken_frame_rate_variable", "v2.1", "episode 0's frames come 25 ms late every other frame (steps of 125 "
+               "and 75 ms at 10 fps): odd frame queries miss by 25 ms", ("F020",), 0.025, _variable_rate),
     TimingCase("broken_bframes_fragmented", "v2.1", "episode 0's mp4 is fragmented with B-frames and no edit list: its "
                "first frame is at 0.2 s (the encoder's reorder delay), every query reads the frame 2 before its own",
                ("F020",), None, _bframes_fragmented),
