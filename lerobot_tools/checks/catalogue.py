@@ -292,9 +292,12 @@ _CHECKS = [
           "default 1e-4 s, --tolerance-s).",
           "Video frames are looked up by timestamp: FrameTimestampError or torchcodec IndexError at decode time "
           "(docs/failure-modes.md#timestamps; lerobot v3 no longer checks at load).",
-          "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced; not automatic.", deep=True,
-          **_manual("timestamps that are not frame_index / fps may be real clock times; rewriting them is a "
-                    "judgement")),
+          "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced: `lrtool repair` does so "
+          "from the videos' own frame timestamps when every camera holds one frame per row at a constant rate "
+          "(docs/video-timestamps.md#repair).", deep=True,
+          **_auto("fix_timestamp_column", "timestamp re-derived from the videos' frame timestamps when every camera "
+                                          "holds one evenly spaced frame per row; otherwise left: may be real clock "
+                                          "times")),
     Check("D004", "row-order", ERROR, "Data rows are not ordered by episode.",
           "Each episode's rows are contiguous and episodes ascend in file order, in the file the metadata names.",
           "OpenTau raises RuntimeError (not ordered by ascending episode_index); lerobot reads wrong rows.",
@@ -383,8 +386,11 @@ _CHECKS = [
           "lerobot 0.4.4 dataset_reader _query_videos -> decode_video_frames: torchcodec raises IndexError: Invalid "
           "frame index past the last frame, both backends raise FrameTimestampError for a query off the grid; "
           "overlapping segments silently return the previous episode's frames.",
-          "Re-encode or re-concatenate the video, or correct the episode metadata; not mechanical.",
-          **_manual("the video and its episode metadata disagree; a person decides which is right")),
+          "Re-encode or re-concatenate the video, or correct the episode metadata. Segments that drifted off the "
+          "frames of a v3.0 file holding exactly its episodes' frames are re-derived from the frames' timestamps by "
+          "`lrtool repair` (docs/video-timestamps.md#repair).",
+          **_auto("fix_segment_times", "v3.0 from/to_timestamp re-derived from the frames' timestamps when the file "
+                                       "holds exactly its episodes' frames; otherwise a person decides")),
     Check("F011", "images-staging", WARNING, "An images/ staging folder is left in a finished dataset.",
           "images/ (PNG staging during recording) is absent or empty.",
           "A sign of an interrupted recording: episodes may be missing frames or videos (docs/failure-modes.md#missing-footer).",

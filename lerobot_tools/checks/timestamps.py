@@ -345,7 +345,7 @@ def _report_tolerance(ctx: CheckContext, s: _Summary, tol: float) -> None:
     if s.wrong_count:
         first = s.wrong[0]
         rest = ""
-        if s.worst is not None:
+        if s.worst is not None and s.worst.distance > tol:
             rest = f"; the queries on their own frame need a tolerance_s above {_above(s.worst.distance)} s"
         ctx.emit("F021", f"no tolerance_s makes every frame query land on its own frame: {s.wrong_count} of "
                  f"{s.queries} queries read another frame (first: {first.key}, {_describe(first, tol)}); a larger "
