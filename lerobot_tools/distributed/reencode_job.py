@@ -114,7 +114,7 @@ class ReencodeJob:
         updated: list[str] = []
         try:
             with lock:
-                run_dir = new_run_dir(Path(t.root)) if t.root is not None else None
+                run_dir = new_run_dir(Path(t.root)) if t.root is not None and options.keep_originals else None
                 dres, work = plan_dataset(t, options, encoder, gpu, index, None, run_dir, only=set(relpaths),
                                           clean=False)
                 for f in dres.files:

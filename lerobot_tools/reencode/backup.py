@@ -44,8 +44,10 @@ def sha256(path: Path, chunk: int = 4 * 2**20) -> str:
 
 
 def new_run_dir(root: Path) -> Path:
-    """A fresh ``.lrtool/reencode/<UTC time>-<pid>`` folder path (not created)."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    """A fresh ``.lrtool/reencode/<UTC time to the microsecond>-<pid>`` folder path (not created): names sort in
+    the order the runs started, which ``--undo`` follows backwards."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
     return Path(root) / REENCODE_DIR / f"{stamp}-{os.getpid()}"
 
 

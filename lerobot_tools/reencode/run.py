@@ -338,7 +338,7 @@ def reencode_resolved(targets: list, options: ReencodeOptions | None = None, *, 
                 continue
             i = len(run.datasets)
             run_dir = None
-            if target.root is not None and not target.error:
+            if target.root is not None and not target.error and options.keep_originals:
                 from lerobot_tools.reencode.backup import new_run_dir
 
                 run_dir = new_run_dir(Path(target.root))
