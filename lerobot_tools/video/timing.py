@@ -83,7 +83,9 @@ class FrameTimes:
         so a probe carrying it stays small; :meth:`from_dict` inverts it exactly."""
         t = self.ticks
         runs: list[list[int]] = []
-        if len(t) > 1:
+        if len(t) > 1 and int(t[-1] - t[0]) == (len(t) - 1) * int(t[1] - t[0]) and (np.diff(t) == t[1] - t[0]).all():
+            runs = [[int(t[1] - t[0]), len(t) - 1]]
+        elif len(t) > 1:
             steps = np.diff(t)
             change = np.flatnonzero(steps[1:] != steps[:-1]) + 1
             starts = np.concatenate(([0], change))
@@ -160,8 +162,11 @@ def _decode_times(tables: SampleTables) -> tuple[np.ndarray, np.ndarray, bool, s
         raise UnknownTimes(f"stts describes {n} samples, more than the file's {tables.file_size} bytes can hold")
     if tables.sample_count and n != tables.sample_count:
         raise UnknownTimes(f"stts describes {n} samples but stsz holds {tables.sample_count}")
-    d = _expand(counts, deltas)
-    dts = np.concatenate(([0], np.cumsum(d)[:-1])).astype(np.int64) if n else np.zeros(0, np.int64)
+    if len(counts) == 1:  # one run of equal deltas: the common case
+        dts = np.arange(n, dtype=np.int64) * int(deltas[0])
+    else:
+        d = _expand(counts, deltas)
+        dts = np.concatenate(([0], np.cumsum(d)[:-1])).astype(np.int64) if n else np.zeros(0, np.int64)
     if tables.ctts is not None:
         ccounts, coffs = tables.ctts
         off = _expand(ccounts, coffs, n)
@@ -199,8 +204,8 @@ def frame_times(boxes: Mp4Boxes) -> FrameTimes:
     ends = raw + durations
     shift, delay, edit, start_note = _edit(tables, raw)
     ticks = raw - shift + delay
-    order = np.argsort(ticks, kind="stable")
-    ticks = ticks[order]
+    if reordered or (len(ticks) > 1 and (np.diff(ticks) < 0).any()):
+        ticks = ticks[np.argsort(ticks, kind="stable")]
     end = int(ends.max() - shift + delay)
     if start_note is None and ticks[0] != 0:
         if boxes.fragmented and tables.elst is None and reordered:
@@ -443,6 +448,8 @@ def nominal_rate(ft: FrameTimes) -> float | None:
     if ft.count < 2:
         return None
     steps = np.diff(ft.ticks)
+    if steps[0] > 0 and (steps == steps[0]).all():  # a constant rate: the common case, without sorting
+        return ft.timescale / float(steps[0])
     values, counts = np.unique(steps, return_counts=True)
     top = int(np.argmax(counts))
     if counts[top] * 4 >= 3 * len(steps) and values[top] > 0:
