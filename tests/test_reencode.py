@@ -316,14 +316,16 @@ def _cuda_nvenc() -> bool:
     return True
 
 
-def test_without_an_nvenc_gpu_the_cuda_device_stops_with_one_line(tmp_path):
+def test_without_an_nvenc_gpu_the_cuda_device_falls_back_to_the_cpu_and_says_so(tmp_path):
     if _cuda_nvenc():
         pytest.skip("this machine has an NVENC GPU")
     root = _copy(FIXTURES / "datasets/clean_v21", tmp_path)
-    before = _tree(root)
-    code, out = _cli(root, "--device", "cuda")
-    assert code == 2 and "h264_nvenc cannot encode on cuda" in out and "A100/A30 and H100/H200 have none" in out
-    assert out.count("\n") == 1 and _tree(root) == before
+    times = {p: _times(p) for p in _videos(root)}
+    code, out = _cli(root, "--device", "cuda", "--codec", "hevc")
+    assert code == 0, out
+    assert "re-encode to hevc with libx265" in out and "hevc_nvenc cannot encode on cuda" in out
+    assert "A100/A30 and H100/H200 have none" in out and "encoding on the CPU with libx265 instead" in out
+    assert all(probe_video(p).codec == "hevc" and _times(p) == t for p, t in times.items())
 
 
 @pytest.mark.gpu

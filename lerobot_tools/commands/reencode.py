@@ -55,7 +55,8 @@ def reencode(targets, codec, device, only_undecodable, gpu, pix_fmt, gop, crf, p
     --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
 
     Exit status: 0 every file re-encoded, planned or already done; 1 a file or dataset failed (it is left
-    untouched); 2 the tool could not run (bad option, no such encoder, NVENC unavailable); 130/143 interrupted.
+    untouched); 2 the tool could not run (bad option, no such encoder); 130/143 interrupted. --device cuda
+    without an NVENC engine here (an A100, an H100) encodes on the CPU and says so.
     """
     from lerobot_tools.reencode import ReencodeOptions, undo_targets
     from lerobot_tools.reencode import reencode as run_reencode

@@ -100,14 +100,13 @@ class ReencodeJob:
         from lerobot_tools.errors import LrtoolError
         from lerobot_tools.reencode.backup import new_run_dir
         from lerobot_tools.reencode.model import FileResult, ReencodeRun
-        from lerobot_tools.reencode.run import _gpu, _tidy, plan_dataset, reencode_one, update_info
-        from lerobot_tools.reencode.settings import choose_encoder
+        from lerobot_tools.reencode.run import _gpu, _tidy, pick_encoder, plan_dataset, reencode_one, update_info
 
         t = target_from_dict(spec["targets"][index])
-        options = _options(spec)
-        shell = ReencodeRun(options=options)
-        gpu = _gpu(options, shell)
-        encoder = choose_encoder(options.codec, options.device)
+        shell = ReencodeRun(options=_options(spec))
+        gpu = _gpu(shell.options, shell)
+        options = pick_encoder(shell)
+        encoder = shell.encoder
         lock = contextlib.nullcontext() if options.dry_run or t.root is None else \
             shared_dataset_lock(t.root, timeout=options.lock_timeout, what="re-encoding")
         results: dict[str, Any] = {}

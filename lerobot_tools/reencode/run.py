@@ -16,6 +16,7 @@ version; the next run removes the temporary file and re-encodes what is left.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 import time
@@ -312,19 +313,18 @@ def reencode_resolved(targets: list, options: ReencodeOptions | None = None, *, 
     Returns:
         A :class:`ReencodeRun` (never raises for a bad dataset or file).
 
+    With ``device="cuda"`` the NVENC encoder is opened once first; where it cannot (no GPU, or an A100 / H100, which
+    have no NVENC), the CPU encoder is used and the run's notes say why.
+
     Raises:
-        UsageError: bad options, or the encoder is not available (NVENC without a GPU encoder ...).
+        UsageError: bad options, or PyAV has no encoder for the codec at all.
     """
     options = options or ReencodeOptions()
     options.check()
     t0 = time.perf_counter()
     run = ReencodeRun(options=options)
     gpu = _gpu(options, run)
-    run.encoder = choose_encoder(options.codec, options.device)
-    if run.encoder.endswith("_nvenc"):
-        from lerobot_tools.reencode.nvenc import check_nvenc
-
-        check_nvenc(run.encoder, options.device)
+    options = pick_encoder(run)
     with contextlib.ExitStack() as locks:
         work: list[Work] = []
         seen: dict[str, int] = {}
@@ -368,6 +368,30 @@ def reencode_resolved(targets: list, options: ReencodeOptions | None = None, *, 
                     _tidy(run_dirs.get(i))
     run.seconds = time.perf_counter() - t0
     return run
+
+
+def pick_encoder(run: ReencodeRun) -> ReencodeOptions:
+    """Set ``run.encoder``: the codec's encoder for the device; for ``cuda``, NVENC opened once first, and where it
+    cannot open (no GPU; an A100 or H100, which have no NVENC) the CPU encoder, with a note saying why. Returns the
+    options the files are encoded with (``device`` then ``cpu``).
+
+    Raises:
+        UsageError: PyAV has no encoder for the codec at all.
+    """
+    options = run.options
+    run.encoder = choose_encoder(options.codec, options.device)
+    if run.encoder.endswith("_nvenc"):
+        from lerobot_tools.errors import UsageError
+        from lerobot_tools.reencode.nvenc import check_nvenc
+
+        try:
+            check_nvenc(run.encoder, options.device)
+        except UsageError as exc:
+            options = dataclasses.replace(options, device="cpu")
+            run.options = options
+            run.encoder = choose_encoder(options.codec, "cpu")
+            run.notes.append(f"{exc}; encoding on the CPU with {run.encoder} instead")
+    return options
 
 
 def _tidy(run_dir: Path | None) -> None:

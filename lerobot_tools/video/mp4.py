@@ -1,12 +1,15 @@
 """Pure-Python ISO-BMFF (MP4/MOV) box walker: container facts from the headers alone.
 
 Seeks over the top-level boxes (never reads ``mdat``), reads the ``moov`` box wherever it is (start or
-end of the file) and parses only the boxes needed for the video track: ``mvhd``, ``mvex``/``mehd``,
-``tkhd``, ``mdhd``, ``hdlr``, ``stsd`` (sample entry and its codec configuration record), ``stsz``/``stz2``
-and ``stss``. A typical file costs 2-4 reads and well under a millisecond.
+end of the file) and parses only the boxes needed for the video track: ``mvhd``, ``mvex``/``mehd``/``trex``,
+``tkhd``, ``edts``/``elst``, ``mdhd``, ``hdlr``, ``stsd`` (sample entry and its codec configuration record),
+``stts``, ``ctts``, ``stsz``/``stz2`` and ``stss``; with ``fragments=True`` also every ``moof``
+(``tfhd``/``tfdt``/``trun``). The timing boxes are kept as stored (:class:`SampleTables`);
+:mod:`lerobot_tools.video.timing` turns them into every frame's presentation timestamp. A typical file costs 2-4
+reads and well under a millisecond.
 
 Sources: ISO/IEC 14496-12 (box header, 64-bit ``largesize``, ``size == 0`` = to end of file, movie/track
-boxes), ISO/IEC 14496-15 (``avcC``, ``hvcC``), AV1-ISOBMFF binding (``av1C``), VP-codec-ISOBMFF
+boxes, §8.6.1.2 ``stts``, §8.6.1.3 ``ctts``, §8.6.6 ``elst``, §8.8 movie fragments), ISO/IEC 14496-15 (``avcC``, ``hvcC``), AV1-ISOBMFF binding (``av1C``), VP-codec-ISOBMFF
 binding (``vpcC``), ISO/IEC 14496-1 (``esds`` descriptors), ITU-T H.264 §7.3.2.1 (SPS syntax). Profile
 names follow FFmpeg's ``libavcodec/profiles.c`` so they match what PyAV reports.
 """
