@@ -47,6 +47,7 @@ ENCODES = {
     "mpeg4_timescale_1000": ("-c:v", "mpeg4", "-video_track_timescale", "1000"),
     "x264_fragmented": ("-c:v", "libx264", "-pix_fmt", "yuv420p", "-movflags", "frag_keyframe+empty_moov"),
     "x264_empty_edit": ("-c:v", "libx264", "-pix_fmt", "yuv420p", "-output_ts_offset", "0.3333"),
+    "x264_no_bframes_empty_edit": ("-c:v", "libx264", "-bf", "0", "-pix_fmt", "yuv420p", "-output_ts_offset", "0.3333"),
 }
 
 
@@ -281,3 +282,17 @@ def test_the_deep_scan_keeps_only_what_it_needs_and_says_when_it_stopped(tmp_pat
     monkeypatch.setattr(deep, "MAX_TS_KEPT", 1)
     scan = deep.scan_file(path, fps=10, tolerance_s=1e-4, index_offset=None, list_columns={})
     assert scan.ts_off[0][0] == [7] and scan.ts_off_truncated
+
+
+@pytest.mark.parametrize("name", list(ENCODES))
+def test_the_fast_path_of_the_probe_equals_the_full_computation(name, tmp_path):
+    """The probe's numpy-free path for one-run files gives exactly what the full computation gives."""
+    from lerobot_tools.video.timing import frame_times_dict, nominal_rate
+
+    path = _ffmpeg(tmp_path / f"{name}.mp4", *ENCODES[name])
+    boxes = walk_mp4(path, fragments=True)
+    d, rate = frame_times_dict(boxes)
+    ft = frame_times(boxes)
+    assert d == ft.to_dict() and rate == nominal_rate(ft)
+    if name in ("svtav1", "x264_no_bframes_empty_edit"):  # one stts run, no ctts: the numpy-free path
+        assert boxes.tables.ctts is None and len(boxes.tables.stts[0]) == 1

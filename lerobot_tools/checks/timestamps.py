@@ -68,9 +68,11 @@ class _Summary:
     past: tuple | None = None  # (episode, camera, frame, frames in the file) of the first
 
 
-def _episodes_of(ds, vf) -> list[tuple[int, float, int]]:
-    """``(episode, from_timestamp, length)`` of the episodes in a video file, in file order."""
-    by_ep = {e.episode_index: e for e in ds.episodes}
+def _episodes_of(ds, vf, by_ep: dict | None = None) -> list[tuple[int, float, int]]:
+    """``(episode, from_timestamp, length)`` of the episodes in a video file, in file order (``by_ep``: the
+    dataset's episodes by index, when the caller has it)."""
+    if by_ep is None:
+        by_ep = {e.episode_index: e for e in ds.episodes}
     out = []
     for ep in vf.episodes:
         e = by_ep.get(ep)
@@ -130,11 +132,12 @@ def run(ctx: CheckContext) -> None:
     summary = _Summary()
     column: dict[int, list[tuple[str, int, float, _Query]]] = {}  # episode -> (camera, misses, worst, first)
     column_ok: dict[int, bool] = {}  # episode -> every actual query lands on its own frame (all cameras)
+    by_ep = {e.episode_index: e for e in ds.episodes}
     for rel, (vf, probe, _header) in probes.items():
         if not probe.frame_times:
             unknown.append((rel, probe.frame_times_unknown or "frame times unknown"))
             continue
-        eps = _episodes_of(ds, vf)
+        eps = _episodes_of(ds, vf, by_ep)
         if not eps or _writer_standard(probe.frame_times, eps, fps, off):
             continue
         ft = FrameTimes.from_dict(probe.frame_times)

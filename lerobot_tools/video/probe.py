@@ -406,13 +406,14 @@ def _probe(res: VideoProbe, p: str, pyav: bool, gop: str, sniffed: Sniff | None)
 
 def _apply_times(res: VideoProbe, path: str, boxes: Mp4Boxes | None, pyav: bool) -> None:
     """Fill ``frame_times`` (or ``frame_times_unknown``): from the boxes, else (``pyav``) by a packet demux."""
-    from lerobot_tools.video.timing import UnknownTimes, demux_frame_times, frame_times
+    from lerobot_tools.video.timing import UnknownTimes, demux_frame_times, frame_times_dict, nominal_rate
 
     why = "not an MP4 file: its frame times need a packet demux (--all-videos)"
     ft = None
     if boxes is not None:
         try:
-            ft = frame_times(boxes)
+            res.frame_times, res.nominal_fps = frame_times_dict(boxes)
+            return
         except UnknownTimes as exc:
             why = str(exc)
     if ft is None and pyav and not (boxes is not None and boxes.fragmented):  # fragments: read already with pyav
@@ -424,6 +425,4 @@ def _apply_times(res: VideoProbe, path: str, boxes: Mp4Boxes | None, pyav: bool)
         res.frame_times_unknown = why
         return
     res.frame_times = ft.to_dict()
-    from lerobot_tools.video.timing import nominal_rate
-
     res.nominal_fps = nominal_rate(ft)

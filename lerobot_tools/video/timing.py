@@ -202,7 +202,7 @@ def frame_times(boxes: Mp4Boxes) -> FrameTimes:
     raw = dts + off
     durations = np.diff(np.concatenate((dts, [dts[-1] + _last_duration(tables)])))
     ends = raw + durations
-    shift, delay, edit, start_note = _edit(tables, raw)
+    shift, delay, edit, start_note = _edit(tables, int(raw.min()), int(raw.max()))
     ticks = raw - shift + delay
     if reordered or (len(ticks) > 1 and (np.diff(ticks) < 0).any()):
         ticks = ticks[np.argsort(ticks, kind="stable")]
@@ -217,6 +217,31 @@ def frame_times(boxes: Mp4Boxes) -> FrameTimes:
                       start_note if ticks[0] != 0 else None, reordered, edit)
 
 
+def frame_times_dict(boxes: Mp4Boxes) -> tuple[dict, float | None]:
+    """:meth:`FrameTimes.to_dict` of :func:`frame_times` and :func:`nominal_rate`, computed without numpy for the
+    common file (one run of equal ``stts`` deltas, no composition offsets, not fragmented: every file lerobot writes
+    with AV1 or without B-frames); any other file goes through :func:`frame_times`.
+
+    Raises:
+        UnknownTimes: as :func:`frame_times`.
+    """
+    t = boxes.tables
+    if (t is not None and t.timescale and not boxes.fragmented and t.ctts is None and t.stts is not None
+            and len(t.stts[0]) == 1 and int(t.stts[0][0]) > 0
+            and (not t.sample_count or int(t.stts[0][0]) == t.sample_count)
+            and (not t.file_size or int(t.stts[0][0]) <= t.file_size)):
+        n, delta = int(t.stts[0][0]), int(t.stts[1][0])
+        shift, delay, edit, note = _edit(t, 0, (n - 1) * delta)
+        first = delay - shift
+        d = {"timescale": int(t.timescale), "first": first, "runs": [[delta, n - 1]] if n > 1 else [],
+             "end": n * delta + first, "source": "moov",
+             "start_note": (note or f"the first frame's decode and composition times put it at {first} ticks")
+             if first else None, "reordered": False, "edit": edit}
+        return d, (t.timescale / delta if n > 1 and delta > 0 else None)
+    ft = frame_times(boxes)
+    return ft.to_dict(), nominal_rate(ft)
+
+
 def _last_duration(tables: SampleTables) -> int:
     if tables.fragments:
         for run in reversed(tables.fragments):
@@ -227,7 +252,7 @@ def _last_duration(tables: SampleTables) -> int:
     return int(deltas[-1]) if len(deltas) else 0
 
 
-def _edit(tables: SampleTables, raw: np.ndarray) -> tuple[int, int, str | None, str | None]:
+def _edit(tables: SampleTables, raw_min: int, raw_max: int) -> tuple[int, int, str | None, str | None]:
     """``(media time subtracted, empty-edit delay added, description, start note)`` of the edit list.
 
     Raises:
@@ -256,14 +281,14 @@ def _edit(tables: SampleTables, raw: np.ndarray) -> tuple[int, int, str | None, 
         dur, shift, rate = media[0]
         if rate != 1:
             raise UnknownTimes(f"the edit list plays its media at rate {rate:g}")
-        if int(raw.min()) < shift:
-            raise UnknownTimes(f"the edit list starts at media time {shift}, after the first frame ({int(raw.min())}):"
+        if raw_min < shift:
+            raise UnknownTimes(f"the edit list starts at media time {shift}, after the first frame ({raw_min}):"
                                " FFmpeg drops or re-times the frames before it")
         if dur:
             stop = shift + _rescale(dur, tables.timescale, mts)
-            if int(raw.max()) >= stop:
+            if raw_max >= stop:
                 raise UnknownTimes(f"the edit list ends at media time {stop}, before the last frame "
-                                   f"({int(raw.max())}): FFmpeg drops the frames after it")
+                                   f"({raw_max}): FFmpeg drops the frames after it")
         if shift:
             parts.append(f"media time {shift}")
     note = None
