@@ -129,7 +129,7 @@ def _rescale(value: int, num: int, den: int) -> int:
 def _expand(counts: np.ndarray, values: np.ndarray, n: int | None = None) -> np.ndarray:
     """``values`` repeated ``counts`` times, at most ``n`` entries (the counts are clipped before anything is
     allocated: a corrupt count never costs more than ``n``)."""
-    if n is not None:
+    if n is not None and int(counts.sum()) > n:
         counts = np.diff(np.minimum(np.cumsum(counts), n), prepend=0)
     return np.repeat(values, counts)
 
@@ -200,13 +200,16 @@ def frame_times(boxes: Mp4Boxes) -> FrameTimes:
     if len(dts) == 0:
         raise UnknownTimes("the video track holds no frames")
     raw = dts + off
-    durations = np.diff(np.concatenate((dts, [dts[-1] + _last_duration(tables)])))
-    ends = raw + durations
+    if tables.stts is not None and len(tables.stts[0]) == 1 and not tables.fragments:
+        end_raw = int(raw.max()) + int(tables.stts[1][0])  # every sample lasts the one delta
+    else:
+        durations = np.diff(np.concatenate((dts, [dts[-1] + _last_duration(tables)])))
+        end_raw = int((raw + durations).max())
     shift, delay, edit, start_note = _edit(tables, int(raw.min()), int(raw.max()))
     ticks = raw - shift + delay
     if reordered or (len(ticks) > 1 and (np.diff(ticks) < 0).any()):
         ticks = ticks[np.argsort(ticks, kind="stable")]
-    end = int(ends.max() - shift + delay)
+    end = end_raw - shift + delay
     if start_note is None and ticks[0] != 0:
         if boxes.fragmented and tables.elst is None and reordered:
             start_note = (f"a fragmented MP4 with B-frames and no edit list: the encoder's reorder delay "
@@ -239,7 +242,10 @@ def frame_times_dict(boxes: Mp4Boxes) -> tuple[dict, float | None]:
              if first else None, "reordered": False, "edit": edit}
         return d, (t.timescale / delta if n > 1 and delta > 0 else None)
     ft = frame_times(boxes)
-    return ft.to_dict(), nominal_rate(ft)
+    d = ft.to_dict()
+    if len(d["runs"]) == 1 and d["runs"][0][0] > 0:  # a constant rate (x264 with B-frames, sorted): no second pass
+        return d, ft.timescale / d["runs"][0][0]
+    return d, nominal_rate(ft)
 
 
 def _last_duration(tables: SampleTables) -> int:
