@@ -147,8 +147,8 @@ def run(ctx: CheckContext) -> None:
     if ctx.timestamps_truncated:
         from lerobot_tools.checks.deep import MAX_TS_KEPT
 
-        ctx.skip("F021, D003 frame queries (some rows)", f"over {MAX_TS_KEPT} timestamps of a data file are off k / fps: "
-                 "the rows past that many were queried at k / fps")
+        ctx.skip("F021, D003 frame queries (some rows)", f"over {MAX_TS_KEPT} timestamps of a data file are off "
+                 "k / fps: the rows past that many were queried at k / fps")
     if unknown:
         rel, why = unknown[0]
         ctx.skip("F020, F021 (frame timestamps)", f"{len(unknown)} video file(s), e.g. {rel}: {why}")
@@ -363,7 +363,8 @@ def _report_tolerance(ctx: CheckContext, s: _Summary, tol: float) -> None:
     past = ""
     if s.past_count:
         e, key, k, n = s.past
-        past = (f"; with torchcodec (lerobot's default backend) {s.past_count} quer{'y maps' if s.past_count == 1 else 'ies map'} "
+        verb = "query maps" if s.past_count == 1 else "queries map"
+        past = (f"; with torchcodec (lerobot's default backend) {s.past_count} {verb} "
                 f"to a frame index past the file (first: {key}, episode {e} frame {k}, a file of {n} frames): "
                 "IndexError whatever the tolerance")
     if s.wrong_count:
@@ -376,7 +377,7 @@ def _report_tolerance(ctx: CheckContext, s: _Summary, tol: float) -> None:
                  f"tolerance_s only hides them{rest}{past}", None, episode=first.episode, video_key=first.key)
     elif s.worst is not None and (s.worst.distance > tol or s.past_count):
         w = s.worst
-        ctx.emit("F021", f"every frame query lands on its own frame with a tolerance_s above {_above(w.distance)} s (worst: "
-                 f"{w.key}, episode {w.episode} frame {w.frame}, {w.distance:.2e} s from its frame); the loaders use "
-                 f"{tol:g} s (lerobot's tolerance_s, lrtool --tolerance-s){past}", None, episode=w.episode,
-                 video_key=w.key)
+        ctx.emit("F021", f"every frame query lands on its own frame with a tolerance_s above {_above(w.distance)} s "
+                 f"(worst: {w.key}, episode {w.episode} frame {w.frame}, {w.distance:.2e} s from its frame); the "
+                 f"loaders use {tol:g} s (lerobot's tolerance_s, lrtool --tolerance-s){past}", None,
+                 episode=w.episode, video_key=w.key)

@@ -9,7 +9,8 @@ end of the file) and parses only the boxes needed for the video track: ``mvhd``,
 reads and well under a millisecond.
 
 Sources: ISO/IEC 14496-12 (box header, 64-bit ``largesize``, ``size == 0`` = to end of file, movie/track
-boxes, §8.6.1.2 ``stts``, §8.6.1.3 ``ctts``, §8.6.6 ``elst``, §8.8 movie fragments), ISO/IEC 14496-15 (``avcC``, ``hvcC``), AV1-ISOBMFF binding (``av1C``), VP-codec-ISOBMFF
+boxes, §8.6.1.2 ``stts``, §8.6.1.3 ``ctts``, §8.6.6 ``elst``, §8.8 movie fragments), ISO/IEC 14496-15 (``avcC``,
+``hvcC``), AV1-ISOBMFF binding (``av1C``), VP-codec-ISOBMFF
 binding (``vpcC``), ISO/IEC 14496-1 (``esds`` descriptors), ITU-T H.264 §7.3.2.1 (SPS syntax). Profile
 names follow FFmpeg's ``libavcodec/profiles.c`` so they match what PyAV reports.
 """

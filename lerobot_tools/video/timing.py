@@ -148,7 +148,8 @@ def _decode_times(tables: SampleTables) -> tuple[np.ndarray, np.ndarray, bool, s
             d = np.asarray(run.durations, dtype=np.int64)
             starts = t + np.concatenate(([0], np.cumsum(d)[:-1])) if len(d) else np.zeros(0, np.int64)
             dts.append(starts)
-            offs.append(np.asarray(run.offsets, dtype=np.int64) if run.offsets is not None else np.zeros(len(d), np.int64))
+            offs.append(np.asarray(run.offsets, dtype=np.int64) if run.offsets is not None
+                        else np.zeros(len(d), np.int64))
             t += int(d.sum())
         dts_a = np.concatenate(dts) if dts else np.zeros(0, np.int64)
         off_a = np.concatenate(offs) if offs else np.zeros(0, np.int64)
