@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "repair": ("lerobot_tools.commands.repair", "repair", "Fix mechanically what validate finds: diff first, backup, --undo."),
     "smoke": ("lerobot_tools.commands.smoke", "smoke", "Run the bundled loaders over real data as an end-to-end smoke test."),
     "report": ("lerobot_tools.commands.report", "report", "Merge the parts of a distributed run (--shard / --executor) into one report."),
+    "reencode": ("lerobot_tools.commands.reencode", "reencode", "Re-encode videos (e.g. AV1 to H.264), keeping every frame time, verified, with --undo."),
 }
 
 

@@ -794,6 +794,8 @@ def test_every_read_path_gives_the_same_scan_of_a_file_of_many_row_groups(tmp_pa
                      [2, 7, 1, [1, 40, 1], 0, 0.0], [3, 7, 0, None, 0, 0.0], [4, 7, 0, None, 0, 0.0],
                      [5, 7, 0, None, 0, 0.0]],
         "bad_index": 2, "first_bad_index": [30, 3, 30], "list_bad": [["v", 1]], "rows": 42,
+        # the off-grid timestamp kept for the timestamp audit, whatever the read path
+        "ts_off": [[1, [1], [pytest.approx(0.9)]]], "ts_off_truncated": False,
     }
     scans = {}
     for threads in (1, 3):

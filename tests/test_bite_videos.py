@@ -653,14 +653,15 @@ def test_segment_duration_against_length_over_fps(v3, tmp_path):
 
 
 def test_a_file_shorter_than_its_segments_by_duration(v3, fragmented, tmp_path):
-    """A fragmented mp4 has no frame count; its duration (0.75 s) comes from the decoder header."""
+    """A fragmented mp4 has no frame count in its header; read with its decoder header, its fragments give every
+    frame's timestamp: 6 frames from 0.125 s (x264's reorder delay, no edit list) to 0.875 s, where F010 ends it."""
     root = _copy(v3, tmp_path)
     shutil.copy(fragmented, root / F0)
     r, probed = _run(root)
     assert (F0, True) in probed
     assert _seg(r) == [
         ("F010", "error", F0, f"episode 0 ({FRONT}): its last frame query (from_timestamp + 15/8 = 1.8750 s) is past "
-                              f"the last frame of the video (0.7500 s) (2 occurrences: {SEG_GROUP}, for episodes 0 "
+                              f"the last frame of the video (0.8750 s) (2 occurrences: {SEG_GROUP}, for episodes 0 "
                               f"and 1; e.g. {F0})", 2,
          SEG_GROUP, {"video_key": FRONT})]
     assert UNKNOWN_LENGTH not in _notes(r)
@@ -674,7 +675,7 @@ def test_a_file_shorter_than_its_segments_by_duration(v3, fragmented, tmp_path):
         "indexes its frames in its fragments); --all-videos takes the duration from each file's decoder header")
     assert _seg(_run(root, all_videos=True)[0]) == [
         _f010(2, "its last frame query (from_timestamp + 7/8 = 0.8750 s) is past the last frame of the video "
-                 "(0.7500 s)", F1)]
+                 "(0.8750 s)", F1)]
 
 
 def test_missing_video_leaves_its_segments_unchecked(v3, tmp_path):
@@ -719,12 +720,14 @@ def test_v2_episode_longer_than_its_file_by_duration(v2, fragmented, tmp_path):
     for rel in (V2F[0], V2F[1]):
         shutil.copy(fragmented, root / rel)
     # episode 0: the first file of the camera, its header gives 0.75 s; episode 1 (no header) is not checked
-    assert _seg(_run(root)[0]) == [_v2_f010(0, 16, FRONT, "lasts 0.750 s", V2F[0])]
+    assert _seg(_run(root)[0]) == [_v2_f010(0, 16, FRONT, "lasts 0.875 s", V2F[0])]
     r, _ = _run(root, all_videos=True)
-    first = _v2_f010(0, 16, FRONT, "lasts 0.750 s", V2F[0])
+    first = _v2_f010(0, 16, FRONT, "lasts 0.875 s", V2F[0])
     assert _seg(r) == [first[:3] + (f"{first[3]} (2 occurrences: videos are shorter than their episodes, for "
                                     f"episodes 0 and 1; e.g. {V2F[0]}, {V2F[1]})", 2, first[5], {"video_key": FRONT})]
-    # six frames last 0.75 s: a 6-frame episode fits, a 7-frame one does not
-    _v2_lengths(root, {0: 6, 1: 7})
+    # the six frames (x264's reorder delay left in a fragmented file: 0.125 s to 0.75 s) end at 0.875 s: a 7-frame
+    # episode fits the span, an 8-frame one does not; the start offset itself is the timestamp audit's (F020)
+    _v2_lengths(root, {0: 7, 1: 8})
     r, _ = _run(root, all_videos=True)
-    assert _seg(r) == [_v2_f010(1, 7, FRONT, "lasts 0.750 s", V2F[1])]
+    assert _seg(r) == [_v2_f010(1, 8, FRONT, "lasts 0.875 s", V2F[1])]
+    assert {(f.check, f.severity) for f in r.findings if f.check == "F020"} == {("F020", "error")}

@@ -163,25 +163,34 @@ def test_av1_advice_has_workers_reencode_and_gpus(data, h100):
     g = h100[0]["av1"].groups[0]
     text = "\n".join(g.actions)
     assert "CPU worker" in text and f"{g.cpu_workers} CPU worker" in text
-    assert "ffmpeg -i" in text and "libx264" in text and "-fps_mode passthrough" in text and "-g 2" in text
+    # the advice names lrtool reencode (every frame time kept, verified, info.json updated), not a shell loop
+    assert "lrtool reencode" in text and "--codec h264 --only-undecodable --gpu H100" in text
+    assert "every frame and its timestamp kept" in text and "ffmpeg -i" not in text
     assert "L4" in text and "A10G" in text
 
 
 def test_reencode_command_really_produces_h264(data, h100, tmp_path):
-    """Run the suggested loop in a copy of the AV1 dataset: every file becomes H.264 with the same frames."""
+    """Run the suggested `lrtool reencode` on a copy of the AV1 dataset: every file becomes H.264 in place, with the
+    same frames, and a second diagnosis finds nothing left to re-encode."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from lerobot_tools.cli import cli
+
     need(data, "av1")
-    if not shutil.which("bash"):
-        pytest.skip("needs bash")
     g = h100[0]["av1"].groups[0]
     assert g.reencode["codec"] == "h264" and g.reencode["files"] == 2 and g.reencode["cwd"] == str(data["av1"])
     assert any(a.startswith("re-encode") and a.endswith(g.reencode["command"]) for a in g.actions)
     copy = shutil.copytree(data["av1"], tmp_path / "av1")
-    subprocess.run(["bash", "-c", g.reencode["command"]], cwd=copy, check=True, capture_output=True)
-    originals = sorted(copy.glob(f"videos/{KEY}/chunk-*/file-???.mp4"))
-    assert len(originals) == 2
-    for src in originals:
-        new = probe_video(src.with_suffix(".h264.mp4"))
-        old = probe_video(src)
+    args = shlex.split(g.reencode["command"])
+    assert args[:3] == ["lrtool", "reencode", str(data["av1"])]
+    olds = {p: probe_video(p) for p in sorted(copy.glob(f"videos/{KEY}/chunk-*/file-???.mp4"))}
+    result = CliRunner().invoke(cli, ["reencode", str(copy), *args[3:], "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert len(olds) == 2
+    for src, old in olds.items():
+        new = probe_video(src)
         assert new.ok and new.codec == "h264" and new.pix_fmt == "yuv420p"
         assert new.frame_count == old.frame_count and abs(new.duration_s - old.duration_s) < 1e-6
 
@@ -261,7 +270,7 @@ def test_cli_gpu_h100_on_av1(data):
     code, out, err = run_cli(ds, "--gpu", "H100", "--frames", "4")
     assert code == 0, out + err
     assert "NVDEC on H100: NOT decodable" in out and "no AV1 decoder" in out
-    assert "ffmpeg -i" in out and "libx264" in out and "CPU worker" in out
+    assert "lrtool reencode" in out and "--codec h264" in out and "CPU worker" in out
     assert "Environment" in out and "torchcodec" in out and "PyAV" in out
     assert "Summary:" in out and "0/1 stream group(s) decodable, 1 go to CPU" in out
 
@@ -270,7 +279,7 @@ def test_cli_gpu_l4_on_av1(data):
     ds = need(data, "av1")
     code, out, _ = run_cli(ds, "--gpu", "L4", "--frames", "0")
     assert code == 0
-    assert "NVDEC on L4: decodable" in out and "NOT decodable" not in out and "ffmpeg -i" not in out
+    assert "NVDEC on L4: decodable" in out and "NOT decodable" not in out and "lrtool reencode" not in out
 
 
 def test_cli_device_cuda_without_gpu(data):

@@ -459,7 +459,9 @@ def test_manifest_matches_fixture_folders():
     import re
 
     for f in manifest["fixtures"]:
-        assert set(f) == {"name", "layout", "defect", "expect", "deep_only"}
+        # the timestamp causes also carry the smallest tolerance_s that loads them (docs/video-timestamps.md)
+        extra = {"tolerance_s"} if f["name"] in TIMING_CASES else set()
+        assert set(f) == {"name", "layout", "defect", "expect", "deep_only"} | extra
         assert f["layout"] in ("v2.1", "v3.0")
         assert all(re.match(CHECK_ID, e) for e in f["expect"])
         assert (f["expect"] == []) == f["name"].startswith(("clean_", "mixpart_"))  # mixture parts: clean alone
@@ -615,6 +617,48 @@ def defect_present(name: str) -> bool:
         return _info(name)["splits"] == {"train": "0:1", "test": "2:4"} and _info(name)["total_episodes"] == 2
     if name.startswith("mixpart_"):
         return _mixpart_present(name)
+    if name in TIMING_CASES:
+        return _timing_present(name)
+    raise AssertionError(f"no probe for fixture {name}")
+
+
+#: the timestamp-cause fixtures (lerobot_tools.testing.synth.timing.CASES)
+TIMING_CASES = {"broken_frame_dropped", "broken_frame_duplicated", "broken_frame_rate_variable",
+                "broken_bframes_fragmented", "broken_edit_list", "broken_segment_drift", "broken_wallclock_timestamps"}
+
+
+def _pts(path: Path) -> list[int]:
+    """The video packets' presentation timestamps as FFmpeg demuxes them (PyAV), sorted."""
+    import av
+
+    with av.open(str(path)) as c:
+        return sorted(p.pts for p in c.demux(c.streams.video[0]) if p.size)
+
+
+def _timing_present(name: str) -> bool:
+    """Each timestamp cause, seen through FFmpeg's demuxer (not lrtool's box model) or the metadata."""
+    d = _ds(name)
+    ep0 = d / "videos/chunk-000" / FRONT / "episode_000000.mp4"
+    if name == "broken_frame_dropped":
+        return _pts(ep0) == [k * 1024 for k in range(20) if k != 7]
+    if name == "broken_frame_duplicated":
+        pts = _pts(ep0)
+        return len(pts) == 21 and pts[8] - pts[7] == 1
+    if name == "broken_frame_rate_variable":
+        return set(np.diff(_pts(ep0)).tolist()) == {1280, 768}
+    if name == "broken_bframes_fragmented":
+        return _pts(ep0)[0] == 2048 and b"moof" in ep0.read_bytes()
+    if name == "broken_edit_list":
+        return _pts(ep0)[0] == 2560 and b"elst" in ep0.read_bytes()
+    if name == "broken_segment_drift":
+        rows = pq.read_table(d / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+        starts = [r[f"videos/{FRONT}/from_timestamp"] for r in rows]
+        exact = np.concatenate(([0], np.cumsum([r["length"] for r in rows])[:-1])) / 30
+        return starts[0] == 0 and all(0 < e - a < 0.0021 for a, e in zip(starts[1:], exact[1:]))
+    if name == "broken_wallclock_timestamps":
+        t = pq.read_table(sorted((d / "data").rglob("*.parquet"))[0]).to_pylist()
+        steps = [b["timestamp"] - a["timestamp"] for a, b in zip(t, t[1:]) if a["episode_index"] == b["episode_index"]]
+        return all(0.06 - 1e-6 <= x <= 0.25 + 1e-6 for x in steps) and abs(t[10]["timestamp"] - 1.0) > 0.1
     raise AssertionError(f"no probe for fixture {name}")
 
 

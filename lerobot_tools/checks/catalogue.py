@@ -300,9 +300,12 @@ _CHECKS = [
           "default 1e-4 s, --tolerance-s).",
           "Video frames are looked up by timestamp: FrameTimestampError or torchcodec IndexError at decode time "
           "(docs/failure-modes.md#timestamps; lerobot v3 no longer checks at load).",
-          "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced; not automatic.", deep=True,
-          **_manual("timestamps that are not frame_index / fps may be real clock times; rewriting them is a "
-                    "judgement")),
+          "Rewrite timestamps as frame_index / fps if the frames really are evenly spaced: `lrtool repair` does so "
+          "from the videos' own frame timestamps when every camera holds one frame per row at a constant rate "
+          "(docs/video-timestamps.md#repair).", deep=True,
+          **_auto("fix_timestamp_column", "timestamp re-derived from the videos' frame timestamps when every camera "
+                                          "holds one evenly spaced frame per row; otherwise left: may be real clock "
+                                          "times")),
     Check("D004", "row-order", ERROR, "Data rows are not ordered by episode.",
           "Each episode's rows are contiguous and episodes ascend in file order, in the file the metadata names.",
           "OpenTau raises RuntimeError (not ordered by ascending episode_index); lerobot reads wrong rows.",
@@ -391,8 +394,11 @@ _CHECKS = [
           "lerobot 0.4.4 dataset_reader _query_videos -> decode_video_frames: torchcodec raises IndexError: Invalid "
           "frame index past the last frame, both backends raise FrameTimestampError for a query off the grid; "
           "overlapping segments silently return the previous episode's frames.",
-          "Re-encode or re-concatenate the video, or correct the episode metadata; not mechanical.",
-          **_manual("the video and its episode metadata disagree; a person decides which is right")),
+          "Re-encode or re-concatenate the video, or correct the episode metadata. Segments that drifted off the "
+          "frames of a v3.0 file holding exactly its episodes' frames are re-derived from the frames' timestamps by "
+          "`lrtool repair` (docs/video-timestamps.md#repair).",
+          **_auto("fix_segment_times", "v3.0 from/to_timestamp re-derived from the frames' timestamps when the file "
+                                       "holds exactly its episodes' frames; otherwise a person decides")),
     Check("F011", "images-staging", WARNING, "An images/ staging folder is left in a finished dataset.",
           "images/ (PNG staging during recording) is absent or empty.",
           "A sign of an interrupted recording: episodes may be missing frames or videos (docs/failure-modes.md#missing-footer).",
@@ -409,6 +415,32 @@ _CHECKS = [
           "(lerobot dataset_tools checks round(to * fps) - round(from * fps) == length) disagree by one frame.",
           "Nothing is needed to train; set to_timestamp = from_timestamp + length / fps if such a tool needs it.",
           **_manual("a writer convention loaders accept; nothing to repair")),
+    Check("F020", "video-frame-times", ERROR, "A video's own frame timestamps are off the 1/fps grid.",
+          "Every frame's presentation timestamp, read from the mp4's sample tables (stts, ctts, elst, mdhd/mvhd; "
+          "tfdt/trun of a fragmented file with --all-videos) without decoding, against the grid k / fps from 0, and "
+          "every frame query of the file's episodes (from_timestamp + timestamp; v2.x: timestamp) against the "
+          "nearest real frame. Names the cause once per file: a start offset (an empty edit list, a fragmented "
+          "file with B-frames and no edit list, a first fragment not at 0), dropped frames, duplicated frames, a "
+          "variable frame rate, a time base that cannot hold 1 / fps (times rounded to it), and the first query it "
+          "breaks (episode, frame, distance). An error when a query misses by more than tolerance_s or lands on "
+          "another frame than its own; a warning when every query still lands (docs/video-timestamps.md).",
+          "lerobot 0.4.4 decode_video_frames (datasets/video_utils.py) takes the frame with the nearest timestamp "
+          "and raises FrameTimestampError beyond tolerance_s (huggingface/lerobot#3177 and the issues in "
+          "docs/failure-modes.md#timestamps); within it, a shifted file silently returns a neighbouring frame, or "
+          "another episode's. Misses explained by the episode metadata are F010, by the timestamp column D003.",
+          "Re-mux the file with frame times k / fps from 0 (or re-record it); a start offset can also be absorbed "
+          "by the episode metadata by hand. `lrtool reencode` keeps every frame time, so it does not fix this.",
+          **_manual("the video's own frame times are wrong; the frames must be re-timed by re-muxing")),
+    Check("F021", "tolerance-needed", INFO, "The smallest tolerance_s that makes every frame query land.",
+          "Once per dataset, when some frame query misses at --tolerance-s: the smallest tolerance_s with which "
+          "every query (real frame timestamps, the timestamp column with --deep) lands on its own frame, with the "
+          "worst episode and camera, or that no value does because some query's nearest frame is another frame "
+          "(docs/video-timestamps.md).",
+          "lerobot's tolerance_s (LeRobotDataset, TrainPipelineConfig, default 1e-4 s) decides between "
+          "FrameTimestampError and a returned frame; a value large enough to load may also return wrong frames.",
+          "Fix the causes reported (F010, F020, D003); raising tolerance_s to the value given is a stop-gap when "
+          "every query lands on its own frame.",
+          **_manual("a summary of the timestamp findings, not a defect of its own")),
     # ------------------------------------------------------------------ R: row groups
     Check("R001", "row-group-spans-episodes", WARNING, "A row group holds rows of several episodes.",
           "Per row group, episode_index min == max (footer statistics).",

@@ -76,6 +76,13 @@ class CheckContext:
         #: set by the statistics family: what the deep pass needs to compare stored statistics with the data
         #: (:class:`lerobot_tools.checks.stats.meta.StatsFacts`), None when it did not run
         self.stats_facts = None
+        #: set by the video family: readable video files, relpath -> (VideoFile, VideoProbe, header read)
+        self.video_probes: dict = {}
+        #: set by the deep family for the timestamp audit: episodes whose timestamp column was read, and per
+        #: episode the rows whose timestamp is off k / fps (positions, seconds); whether some were not kept
+        self.timestamps_read: set[int] = set()
+        self.timestamps_off: dict[int, tuple[list[int], list[float]]] = {}
+        self.timestamps_truncated = False
         #: missing referenced files found under a neighbouring layout (found path -> expected path): they are
         #: named by F001/F002, never reported again as unreferenced (F003)
         self.relocated: dict[str, str] = {}

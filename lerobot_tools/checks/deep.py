@@ -29,6 +29,8 @@ from lerobot_tools.dataset.footers import row_group_rows
 from lerobot_tools.errors import one_line
 
 BATCH_ROWS = 65_536
+#: the most off-grid timestamps one data file's scan keeps for the timestamp audit (16 bytes each)
+MAX_TS_KEPT = 2_000_000
 #: while statistics are accumulated and the process holds more than this many bytes, pyarrow's pool hands the
 #: pages of the batches already reduced back to the system after every batch: its default allocator, mimalloc,
 #: keeps freed pages for a second, ~60 MB more at the peak on a 1 GB file of 14,000 row groups (whose parsed footer
@@ -58,6 +60,11 @@ class _FileScan:
     rows: int = 0
     #: per-episode moments of the numeric columns when a statistics request was given (G010)
     stats: "stats_deep.FileStats | None" = None
+    #: the timestamps that differ from k / fps by more than a quarter of the tolerance, for the timestamp audit
+    #: (:mod:`lerobot_tools.checks.timestamps`): episode -> (positions in the episode, timestamps in seconds)
+    ts_off: dict[int, tuple[list[int], list[float]]] = field(default_factory=dict)
+    #: more than :data:`MAX_TS_KEPT` such timestamps: the rest were not kept
+    ts_off_truncated: bool = False
 
 
 def scan_to_dict(scan: _FileScan) -> dict:
@@ -71,6 +78,8 @@ def scan_to_dict(scan: _FileScan) -> dict:
         "list_bad": [[k, v] for k, v in scan.list_bad.items()],
         "rows": scan.rows,
         "stats": scan.stats.to_dict() if scan.stats is not None else None,
+        "ts_off": [[e, list(pos), list(ts)] for e, (pos, ts) in scan.ts_off.items()],
+        "ts_off_truncated": scan.ts_off_truncated,
     }
 
 
@@ -90,6 +99,8 @@ def scan_from_dict(d: dict) -> _FileScan:
     scan.list_bad = {str(k): int(v) for k, v in d["list_bad"]}
     if d.get("stats") is not None:
         scan.stats = stats_deep.FileStats.from_dict(d["stats"])
+    scan.ts_off = {int(e): ([int(x) for x in pos], [float(x) for x in ts]) for e, pos, ts in d.get("ts_off") or []}
+    scan.ts_off_truncated = bool(d.get("ts_off_truncated"))
     return scan
 
 
@@ -187,6 +198,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                 ts = numpy_values(batch.column("timestamp")).astype(np.float64)
                 err = np.abs(ts - pos / fps)  # the k-th frame of an episode is at k / fps (D001 checks frame_index == k)
                 bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
+                _keep_off_grid(scan, ep, pos, ts, np.flatnonzero(err > tolerance_s / 4))
                 if len(bad_ts):
                     for e in np.unique(ep[bad_ts]):
                         sel = bad_ts[ep[bad_ts] == e]
@@ -222,6 +234,23 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
         release_freed()
         scan.stats = builder.result()
     return scan
+
+
+def _keep_off_grid(scan: _FileScan, ep, pos, ts, rows) -> None:
+    """Keep the rows ``rows`` (timestamps off k / fps) per episode for the timestamp audit, up to MAX_TS_KEPT."""
+    import numpy as np
+
+    if not len(rows):
+        return
+    kept = sum(len(p) for p, _ in scan.ts_off.values())
+    if kept + len(rows) > MAX_TS_KEPT:
+        scan.ts_off_truncated = True
+        rows = rows[: max(0, MAX_TS_KEPT - kept)]
+    for e in np.unique(ep[rows]).tolist():
+        sel = rows[ep[rows] == e]
+        p, t = scan.ts_off.setdefault(int(e), ([], []))
+        p.extend(pos[sel].tolist())
+        t.extend(ts[sel].tolist())
 
 
 #: threads decoding record batches ahead of the statistics pass (pyarrow decodes without the GIL); None: one CPU
@@ -347,6 +376,10 @@ def run(ctx: CheckContext) -> None:
         if global_offset is not None:
             global_offset += footer.num_rows
         _report_file(ctx, df, scan, by_ep, prev_last_ep, tol)
+        if fps is not None and "timestamp" in footer.schema.names:
+            ctx.timestamps_read.update(e for e, _ in scan.runs)
+            ctx.timestamps_off.update(scan.ts_off)
+            ctx.timestamps_truncated |= scan.ts_off_truncated
         if scan.runs:
             prev_last_ep = scan.runs[-1][0]
     if stats is not None:

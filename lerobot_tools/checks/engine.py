@@ -13,7 +13,7 @@ import time
 from typing import Callable
 
 from lerobot_tools._memory import release_freed
-from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, stats, targets, tasks, videos
+from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, stats, targets, tasks, timestamps, videos
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.model import INFO_PATH, Dataset, NotADatasetError
@@ -41,6 +41,7 @@ def _families() -> list[tuple[str, Family]]:
         ("F", videos.run),
         ("G", stats.run),
         ("D", deep.run),
+        ("F", timestamps.run),  # after the deep pass: it reads the timestamp column's deviations
         ("M", targets.run),
     ]
 

@@ -137,6 +137,7 @@ def run(ctx: CheckContext) -> None:
     _check_declarations(ctx, probes)
     if layout is None:
         _check_segments(ctx, probes, {v.relpath for v in missing})
+        ctx.video_probes = probes  # the timestamp audit (checks/timestamps.py) runs on them after the deep pass
 
 
 def _check_declarations(ctx: CheckContext, probes: dict) -> None:
@@ -155,6 +156,33 @@ def _lands(q: int, fps: float, frames: int | None, duration: float | None) -> bo
     if frames is not None:
         return q <= frames - 1
     return duration is not None and (q + 1) / fps <= duration + 0.5 / fps
+
+
+def _drift(segs: list, fps: float, tol: float) -> str:
+    """The cause to name when a file's segments drift off its frames: from the first episode on the grid, two or
+    more later ones off it, each by at least as much as the one before (durations summed in floats or rounded as
+    the file is concatenated, huggingface/lerobot#3177), else ''."""
+    offs = [abs(a * fps - round(a * fps)) / fps for a, _, _ in segs]
+    later = [o for o in offs[1:] if o > tol]
+    if offs and offs[0] <= tol and len(later) >= 2 and all(b >= a - tol for a, b in zip(later, later[1:])):
+        return (f" (the segments drift off the frames along the file, up to {max(later):.2e} s: their durations were "
+                "summed in floats or rounded, huggingface/lerobot#3177; `lrtool repair` re-derives from/to_timestamp "
+                "from the frames' timestamps)")
+    return ""
+
+
+def _grid_frames(p, fps: float) -> tuple[int | None, float | None]:
+    """What F010 models a file as: ``(frames, duration_s)``, its frames at ``j / fps`` for ``j < frames``, else
+    covering ``duration_s``. When every frame's timestamp is known and the file's span (up to where its last frame
+    ends) is not its frame count's, the span is what counts (``(None, end)``): a file whose own frame times are off
+    the grid (a gap of dropped frames, a start offset) is judged by the timestamp audit (F020,
+    :mod:`lerobot_tools.checks.timestamps`), not here too."""
+    times = getattr(p, "frame_times", None)
+    if times and times.get("timescale"):
+        end = times["end"] / times["timescale"]
+        if p.frame_count is None or round(end * fps) != p.frame_count:
+            return None, end
+    return p.frame_count, p.duration_s
 
 
 def _segment_convention(d_frames: float) -> str:
@@ -190,8 +218,7 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
     by_ep = {e.episode_index: e for e in ds.episodes}
     unknown: list[tuple[str, bool]] = []  # files with neither a frame count nor a duration: (path, header read)
     for rel, (vf, p, with_header) in probes.items():
-        dur = p.duration_s
-        n = p.frame_count
+        n, dur = _grid_frames(p, fps)
         if dur is None and n is None:
             unknown.append((rel, with_header))
             continue
@@ -212,6 +239,7 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
                 continue
             segs.append((seg.from_timestamp, seg.to_timestamp, e))
         segs.sort(key=lambda s: s[0])
+        drift = _drift(segs, fps, tol)
         prev_end = prev_b = None  # frame index where the previous episode's frames end; its to_timestamp
         for i, (a, b, e) in enumerate(segs):
             length = e.length
@@ -221,7 +249,7 @@ def _check_segments(ctx: CheckContext, probes: dict, missing: set[str]) -> None:
             d = (b - a) - length / fps if length is not None else None
             if off > tol:
                 problem = (f"from_timestamp {a:.6f} s is {off:.2e} s off the 1/{fps:g} s frame grid: every frame of the "
-                           "episode misses by more than tolerance_s")
+                           "episode misses by more than tolerance_s") + drift
             elif length is not None and length > 0 and not _lands(s0 + length - 1, fps, n, dur):
                 held = f"{n} frames" if n is not None else f"{dur:.4f} s"
                 problem = (f"its last frame query (from_timestamp + {length - 1}/{fps:g} = "

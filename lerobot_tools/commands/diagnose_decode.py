@@ -38,7 +38,7 @@ def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jo
     each video feature (--all-files: every file) is compared with info.json; identical streams are grouped
     and judged against NVIDIA's NVDEC table for the target GPU (--gpu MODEL, else the visible GPU); K frames
     are decoded on the CPU (and with --device cuda on the GPU) to measure the cost. Each problem comes with
-    what to do: CPU workers needed, the ffmpeg re-encode command, or a GPU generation that decodes it.
+    what to do: CPU workers needed, the lrtool reencode command, or a GPU generation that decodes it.
 
     Scale-out: --shard / --executor probe the files on many machines; the verdicts, decode tests and
     advice are computed once, where the parts are merged (use --gpu MODEL to judge for a given GPU).

@@ -16,7 +16,7 @@ Pipeline (behind ``lrtool diagnose-decode``; decision logic: docs/video-decoding
 4. **Decode test** (:mod:`lerobot_tools.video.decode`): K random frames of the group's first file on the
    CPU (per-frame cost -> CPU workers for a target frames/s) and, with ``device="cuda[:N]"``, on that GPU
    (``cpu_fallback``, GPU vs CPU frames/s). A runtime answer overrides the static table.
-5. **Advice** per problem: decode on CPU (with a worker estimate), the exact ffmpeg re-encode command, or an
+5. **Advice** per problem: decode on CPU (with a worker estimate), the ``lrtool reencode`` command, or an
    AV1-capable GPU generation; re-download for missing/placeholder/truncated files.
 
 Results are dataclasses with ``to_dict`` (JSON) and :func:`render_text`.

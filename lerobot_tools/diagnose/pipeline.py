@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import re
 import shlex
 import time
 from pathlib import Path
@@ -49,14 +48,6 @@ def group_streams(dd: DatasetDiagnosis) -> list[StreamGroup]:
     for g in groups.values():
         g.files_in_keys = sum(dd.files_per_key.get(k, 0) for k in g.video_keys)
     return list(groups.values())
-
-
-def _glob_for(video_path: str | None, key: str) -> str | None:
-    if not video_path or not re.fullmatch(r"[\w.-]+", key):
-        return None
-    glob = video_path.replace("{video_key}", key)
-    glob = re.sub(r"\{[^}]*\}", "*", glob)
-    return glob if "*" in glob and "{" not in glob else None
 
 
 def reencode_plan(g: StreamGroup, gpu: GpuSpec | None) -> tuple[str, str, str, list[str]] | None:
@@ -105,29 +96,30 @@ def reencode_command(src: str, dst: str, args: list[str], *, quoted: bool = Fals
     return f"ffmpeg -i {q(src)} {mid} {q(dst)}"
 
 
+def reencode_cli(root: str | None, codec: str, gpu: GpuSpec | None) -> str:
+    """The ``lrtool reencode`` command that re-encodes a dataset's undecodable streams for ``gpu`` (all of them when
+    ``gpu`` is None), shell-quoted."""
+    cmd = ["lrtool", "reencode", root or ".", "--codec", codec]
+    if gpu is not None:
+        name = gpu.model or (f"cc{gpu.cc[0]}.{gpu.cc[1]}" if gpu.cc else gpu.name)
+        if gpu.mig_profile:
+            name = f"{name}:{gpu.mig_profile}"
+        cmd += ["--only-undecodable", "--gpu", name]
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
 def _reencode_action(dd: DatasetDiagnosis, g: StreamGroup, gpu: GpuSpec | None, video_path: str | None) -> str | None:
     plan = reencode_plan(g, gpu)
     if plan is None:
         return None
-    codec, _enc, pix, args = plan
+    codec, _enc, pix, _args = plan
     name = {"h264": "H.264", "hevc": "HEVC"}[codec]
     keys = g.video_keys
     n = g.files_in_keys or len(g.members)
-    src = g.members[0][1]
-    dst = re.sub(r"\.mp4$", "", src) + f".{codec}.mp4"
-    fix_meta = (f"check the new files, replace the originals and set \"video.codec\": \"{codec}\", "
-                f"\"video.pix_fmt\": \"{pix}\" in the info of {', '.join(keys)} in meta/info.json")
-    globs = [_glob_for(video_path, k) for k in keys] if n > 1 else [None]
-    if all(globs):
-        inner = reencode_command('"$f"', f'"${{f%.mp4}}.{codec}.mp4"', args, quoted=True)
-        cmd = f"for f in {' '.join(globs)}; do {inner}; done"  # type: ignore[arg-type]
-        where = f"all {n} files of {', '.join(keys)}"
-    else:
-        cmd = reencode_command(src, dst, args)
-        where = f"{src}" + (f" (and likewise the other {n - 1} file(s) of {', '.join(keys)})" if n > 1 else "")
+    cmd = reencode_cli(dd.root, codec, gpu)
     g.reencode = {"codec": codec, "pix_fmt": pix, "files": n, "cwd": dd.root, "command": cmd}
-    root = f" in {dd.root}" if dd.root else ""
-    return f"re-encode to {name} {pix} ({where}; then {fix_meta}), run{root}: {cmd}"
+    return (f"re-encode to {name} {pix} (the {n} file(s) of {', '.join(keys)}: every frame and its timestamp kept, "
+            f"each file verified before it replaces the original, info.json updated, --undo), run: {cmd}")
 
 
 def _gpu_advice(v: NvdecVerdict, gpu: GpuSpec) -> str | None:

@@ -30,6 +30,7 @@ JOBS: dict[str, str] = {
     "diagnose-decode": "lerobot_tools.distributed.diagnose_job",
     "repair": "lerobot_tools.distributed.repair_job",
     "prefetch": "lerobot_tools.distributed.prefetch_job",
+    "reencode": "lerobot_tools.distributed.reencode_job",
 }
 
 

@@ -10,8 +10,9 @@ timestamps to frames and allocate tensors. Compared, in this order:
 * ``video.codec``: canonical names (:func:`lerobot_tools.video.codecs.canonical_codec`), so ``libsvtav1`` == ``av1``;
 * ``video.pix_fmt``: exact;
 * ``shape``: the declared height and width against the stream's;
-* ``fps``: ``info.json``'s top-level ``fps`` against the stream's average frame rate, with a relative
-  tolerance of :data:`FPS_TOLERANCE`.
+* ``fps``: ``info.json``'s top-level ``fps`` against the rate the stream's frames are spaced at (its median step,
+  when every frame's timestamp is known: a dropped or duplicated frame is the timestamp audit's finding, F020, not a
+  different rate), else its average frame rate, with a relative tolerance of :data:`FPS_TOLERANCE`.
 
 A fact the header does not give (None, 0) or ``info.json`` does not declare is not compared. ``video.height``,
 ``video.width`` and ``video.fps`` restate the facts above and are not compared on their own; repair rewrites
@@ -80,7 +81,8 @@ def compare_header(feature: dict, info_fps: float | None, probe: Any) -> list[He
         feature: the ``info.json`` ``features`` entry of the video key.
         info_fps: ``info.json`` ``fps`` (None when missing or not a positive number).
         probe: header facts with ``codec``, ``pix_fmt``, ``width``, ``height`` (pixels) and ``fps`` (frames/s)
-            attributes, e.g. a :class:`~lerobot_tools.video.probe.VideoProbe`; None/0 = unknown.
+            attributes (and optionally ``nominal_fps``), e.g. a :class:`~lerobot_tools.video.probe.VideoProbe`;
+            None/0 = unknown.
 
     Returns:
         Mismatches in the order codec, pix_fmt, shape, fps; empty when the header agrees.
@@ -100,7 +102,7 @@ def compare_header(feature: dict, info_fps: float | None, probe: Any) -> list[He
         shape = feature.get("shape")
         out.append(HeaderMismatch("shape", shape, (probe.height, probe.width),
                                   f"frames are {probe.width}x{probe.height} but the feature shape is {shape}"))
-    if frame_rate_differs(probe.fps, info_fps):
-        out.append(HeaderMismatch("fps", info_fps, probe.fps,
-                                  f"frame rate is {probe.fps:.3f} but info.json fps is {info_fps:g}"))
+    rate = getattr(probe, "nominal_fps", None) or probe.fps
+    if frame_rate_differs(rate, info_fps):
+        out.append(HeaderMismatch("fps", info_fps, rate, f"frame rate is {rate:.3f} but info.json fps is {info_fps:g}"))
     return out

@@ -1,12 +1,16 @@
 """Pure-Python ISO-BMFF (MP4/MOV) box walker: container facts from the headers alone.
 
 Seeks over the top-level boxes (never reads ``mdat``), reads the ``moov`` box wherever it is (start or
-end of the file) and parses only the boxes needed for the video track: ``mvhd``, ``mvex``/``mehd``,
-``tkhd``, ``mdhd``, ``hdlr``, ``stsd`` (sample entry and its codec configuration record), ``stsz``/``stz2``
-and ``stss``. A typical file costs 2-4 reads and well under a millisecond.
+end of the file) and parses only the boxes needed for the video track: ``mvhd``, ``mvex``/``mehd``/``trex``,
+``tkhd``, ``edts``/``elst``, ``mdhd``, ``hdlr``, ``stsd`` (sample entry and its codec configuration record),
+``stts``, ``ctts``, ``stsz``/``stz2`` and ``stss``; with ``fragments=True`` also every ``moof``
+(``tfhd``/``tfdt``/``trun``). The timing boxes are kept as stored (:class:`SampleTables`);
+:mod:`lerobot_tools.video.timing` turns them into every frame's presentation timestamp. A typical file costs 2-4
+reads and well under a millisecond.
 
 Sources: ISO/IEC 14496-12 (box header, 64-bit ``largesize``, ``size == 0`` = to end of file, movie/track
-boxes), ISO/IEC 14496-15 (``avcC``, ``hvcC``), AV1-ISOBMFF binding (``av1C``), VP-codec-ISOBMFF
+boxes, §8.6.1.2 ``stts``, §8.6.1.3 ``ctts``, §8.6.6 ``elst``, §8.8 movie fragments), ISO/IEC 14496-15 (``avcC``,
+``hvcC``), AV1-ISOBMFF binding (``av1C``), VP-codec-ISOBMFF
 binding (``vpcC``), ISO/IEC 14496-1 (``esds`` descriptors), ITU-T H.264 §7.3.2.1 (SPS syntax). Profile
 names follow FFmpeg's ``libavcodec/profiles.c`` so they match what PyAV reports.
 """
@@ -68,6 +72,10 @@ class Mp4Boxes:
         mdat_present_fraction: share (0..1) of the truncated ``mdat`` payload present on disk, else None.
         corrupt: description of a malformed box header that stopped the walk, else None.
         has_video_track: a track with handler ``vide`` was found in ``moov``.
+        tables: the video track's timing tables (``stts``, ``ctts``, ``elst``, ``mdhd``/``mvhd`` timescales and,
+            when :func:`walk_mp4` is asked for ``fragments``, every fragment's ``tfdt``/``trun`` records): what
+            :mod:`lerobot_tools.video.timing` turns into every frame's presentation timestamp. None when the
+            file has no readable video track.
     """
 
     top_level: list[str] = field(default_factory=list)
@@ -92,6 +100,90 @@ class Mp4Boxes:
     mdat_present_fraction: float | None = None
     corrupt: str | None = None
     has_video_track: bool = False
+    tables: SampleTables | None = None
+
+
+@dataclass
+class FragmentRun:
+    """The samples of one ``trun`` box of a fragmented MP4 (ISO/IEC 14496-12 §8.8.8), video track only.
+
+    Attributes:
+        base_dts: ``tfdt`` baseMediaDecodeTime of the fragment (media timescale), or None when the fragment
+            has no ``tfdt`` (its samples then follow the previous fragment's, as FFmpeg's ``mov.c`` does).
+        durations: per-sample decode durations (``trun`` sample_duration, else ``tfhd``/``trex`` default).
+        offsets: per-sample composition time offsets (``trun`` 0x800; signed, as FFmpeg reads them), or None.
+    """
+
+    base_dts: int | None
+    durations: list[int]
+    offsets: list[int] | None
+
+
+@dataclass
+class SampleTables:
+    """The timing boxes of the video track, as stored (no frame time computed here).
+
+    Attributes:
+        timescale: ``mdhd`` media timescale (ticks per second).
+        movie_timescale: ``mvhd`` timescale (the unit of ``elst`` segment durations); None when absent.
+        stts: ``stts`` runs in decode order as two int64 numpy arrays ``(sample_counts, sample_deltas)``.
+        ctts: ``ctts`` runs ``(sample_counts, sample_offsets)`` (offsets read as signed 32-bit, like FFmpeg), or
+            None when the box is absent (presentation order = decode order).
+        elst: ``elst`` entries ``(segment_duration [movie timescale], media_time [media timescale; -1 = an
+            empty edit], media_rate)``, or None without an edit list.
+        sample_count: ``stsz``/``stz2`` sample count (0 in a fragmented file's empty ``moov``).
+        default_duration: ``trex`` default sample duration (fragmented files), or None.
+        fragments: the ``trun`` records of the video track in file order when the fragments were read
+            (:func:`walk_mp4` with ``fragments=True``), else None.
+        track_id: the video track's ``tkhd`` track_ID.
+        file_size: bytes in the file: no table can describe more samples than that (each sample is at least a
+            byte of ``mdat``), which bounds what a corrupt count can make anyone allocate.
+    """
+
+    timescale: int
+    movie_timescale: int | None = None
+    stts: tuple | None = None
+    ctts: tuple | None = None
+    elst: list[tuple[int, int, float]] | None = None
+    sample_count: int = 0
+    default_duration: int | None = None
+    fragments: list[FragmentRun] | None = None
+    track_id: int | None = None
+    file_size: int = 0
+
+
+#: Most ``stts``/``ctts``/``elst`` entries read from one box (a larger count in a small box is a corrupt file; the
+#: count is also capped by the box's own size).
+MAX_TABLE_ENTRIES = 50_000_000
+
+
+def _runs(buf: bytes, start: int, end: int) -> tuple:
+    """``(counts, values)`` of an ``stts``/``ctts`` payload (after version/flags come entry_count and the pairs),
+    as numpy arrays (counts uint32 -> int64; values read as signed 32-bit, as FFmpeg's ``mov_read_ctts`` does, then
+    int64; ``stts`` deltas are below 2**31 in any file FFmpeg plays)."""
+    import numpy as np
+
+    n = struct.unpack_from(">I", buf, start + 4)[0]
+    n = max(0, min(n, (end - start - 8) // 8, MAX_TABLE_ENTRIES))
+    raw = np.frombuffer(buf, dtype=">i4", count=2 * n, offset=start + 8)
+    return raw[0::2].view(">u4").astype(np.int64), raw[1::2].astype(np.int64)
+
+
+def _parse_elst(buf: bytes, start: int, end: int) -> list[tuple[int, int, float]]:
+    version = buf[start]
+    n = struct.unpack_from(">I", buf, start + 4)[0]
+    size = 20 if version == 1 else 12
+    n = min(n, (end - start - 8) // size)
+    out = []
+    off = start + 8
+    for _ in range(n):
+        if version == 1:
+            dur, media_time, rate_int, rate_frac = struct.unpack_from(">Qqhh", buf, off)
+        else:
+            dur, media_time, rate_int, rate_frac = struct.unpack_from(">Iihh", buf, off)
+        out.append((dur, media_time, rate_int + rate_frac / 65536))
+        off += size
+    return out
 
 
 def _fourcc(raw: bytes) -> str:
@@ -307,6 +399,11 @@ def _parse_trak(buf: bytes, start: int, end: int) -> dict | None:
         if typ == b"tkhd" and e - s >= 84:
             w, h = struct.unpack_from(">II", buf, e - 8)  # 16.16 fixed point, last two fields
             info["tkhd_size"] = (w >> 16, h >> 16)
+            info["track_id"] = struct.unpack_from(">I", buf, s + (20 if buf[s] == 1 else 12))[0]
+        elif typ == b"edts":
+            for t2, s2, e2 in _children(buf, s, e):
+                if t2 == b"elst" and e2 - s2 >= 8:
+                    info["elst"] = _parse_elst(buf, s2, e2)
         elif typ == b"mdia":
             for t2, s2, e2 in _children(buf, s, e):
                 if t2 == b"mdhd" and e2 - s2 >= 24:
@@ -325,6 +422,7 @@ def _parse_trak(buf: bytes, start: int, end: int) -> dict | None:
 def _parse_moov(buf: bytes, out: Mp4Boxes) -> None:
     movie_timescale = movie_duration = fragment_duration = None
     video = None
+    trex: dict[int, int] = {}  # track_ID -> default_sample_duration
     for typ, s, e in _children(buf, 0, len(buf)):
         if typ == b"mvhd" and e - s >= 20:
             movie_timescale, movie_duration = _full_box_times(buf, s)
@@ -334,6 +432,9 @@ def _parse_moov(buf: bytes, out: Mp4Boxes) -> None:
                 if t2 == b"mehd" and e2 - s2 >= 8:
                     fmt = ">Q" if buf[s2] == 1 and e2 - s2 >= 12 else ">I"
                     fragment_duration = struct.unpack_from(fmt, buf, s2 + 4)[0]
+                elif t2 == b"trex" and e2 - s2 >= 24:
+                    track, _, default_duration = struct.unpack_from(">III", buf, s2 + 4)
+                    trex[track] = default_duration
         elif typ == b"trak" and video is None:
             video = _parse_trak(buf, s, e)
     if video is None:
@@ -342,14 +443,22 @@ def _parse_moov(buf: bytes, out: Mp4Boxes) -> None:
     timescale, duration = video.get("timescale"), video.get("duration")
     if timescale:
         out.timescale = timescale
+        out.tables = SampleTables(timescale, movie_timescale, elst=video.get("elst"), track_id=video.get("track_id"),
+                                  default_duration=trex.get(video.get("track_id")))
     if "stbl" in video:
         for typ, s, e in _children(buf, *video["stbl"]):
+            if out.tables is not None and typ in (b"stts", b"ctts") and e - s >= 8:
+                runs = _runs(buf, s, e)
+                if typ == b"stts":
+                    out.tables.stts = runs
+                else:
+                    out.tables.ctts = runs
             if typ == b"stsd":
                 _parse_sample_entry(buf, s, e, out)
-            elif typ == b"stsz" and e - s >= 12:
+            elif typ in (b"stsz", b"stz2") and e - s >= 12:
                 out.frame_count = struct.unpack_from(">I", buf, s + 8)[0]
-            elif typ == b"stz2" and e - s >= 12:
-                out.frame_count = struct.unpack_from(">I", buf, s + 8)[0]
+                if out.tables is not None:
+                    out.tables.sample_count = out.frame_count
             elif typ == b"stss" and e - s >= 8:
                 n = struct.unpack_from(">I", buf, s + 4)[0]
                 n = min(n, (e - s - 8) // 4)
@@ -366,11 +475,58 @@ def _parse_moov(buf: bytes, out: Mp4Boxes) -> None:
         out.duration_s = movie_duration / movie_timescale
 
 
-def walk_mp4(path: str | os.PathLike) -> Mp4Boxes:
+def _parse_moof(buf: bytes, track_id: int | None, default_duration: int | None, limit: int) -> list[FragmentRun]:
+    """The ``trun`` records of the video track in one ``moof`` payload (ISO/IEC 14496-12 §8.8.7-8.8.12)."""
+    out: list[FragmentRun] = []
+    for typ, s, e in _children(buf, 0, len(buf)):
+        if typ != b"traf":
+            continue
+        tfhd_default = None
+        base = None
+        mine = True
+        for t2, s2, e2 in _children(buf, s, e):
+            if t2 == b"tfhd" and e2 - s2 >= 8:
+                flags = int.from_bytes(buf[s2 + 1 : s2 + 4], "big")
+                tid = struct.unpack_from(">I", buf, s2 + 4)[0]
+                mine = track_id is None or tid == track_id
+                off = s2 + 8 + (8 if flags & 0x1 else 0) + (4 if flags & 0x2 else 0)
+                if flags & 0x8 and off + 4 <= e2:
+                    tfhd_default = struct.unpack_from(">I", buf, off)[0]
+            elif t2 == b"tfdt" and e2 - s2 >= 8:
+                base = struct.unpack_from(">Q" if buf[s2] == 1 else ">I", buf, s2 + 4)[0]
+            elif t2 == b"trun" and e2 - s2 >= 8 and mine:
+                flags = int.from_bytes(buf[s2 + 1 : s2 + 4], "big")
+                n = min(struct.unpack_from(">I", buf, s2 + 4)[0], limit)
+                off = s2 + 8 + (4 if flags & 0x1 else 0) + (4 if flags & 0x4 else 0)
+                fields = [bit for bit in (0x100, 0x200, 0x400, 0x800) if flags & bit]
+                n = min(n, (e2 - off) // (4 * len(fields))) if fields else n
+                fmt = "".join("i" if (bit == 0x800) else "I" for bit in fields)
+                dflt = tfhd_default if tfhd_default is not None else (default_duration or 0)
+                durations, offsets = [], ([] if flags & 0x800 else None)
+                rec = struct.Struct(">" + fmt) if fields else None
+                for _ in range(n):
+                    vals = dict(zip(fields, rec.unpack_from(buf, off))) if rec else {}
+                    off += 4 * len(fields)
+                    durations.append(vals.get(0x100, dflt))
+                    if offsets is not None:  # signed in version 1; FFmpeg reads both versions as signed
+                        offsets.append(vals[0x800])
+                out.append(FragmentRun(base, durations, offsets))
+                base = None  # a second trun of the same traf continues from the first
+    return out
+
+
+#: the largest ``moof`` box read when the fragments are parsed (a bigger one is a corrupt file)
+MAX_MOOF_BYTES = 64 * 2**20
+
+
+def walk_mp4(path: str | os.PathLike, *, fragments: bool = False) -> Mp4Boxes:
     """Walk the boxes of an MP4/MOV file and return what its headers say (no sample data read).
 
     Args:
         path: an MP4/MOV (ISO-BMFF) file.
+        fragments: also read every ``moof`` box of a fragmented file (one read per fragment) and keep the
+            video track's ``tfdt``/``trun`` records in ``tables.fragments``; without it a fragmented file's
+            frame times stay unknown (its ``moov`` holds no sample table).
 
     Returns:
         :class:`Mp4Boxes`. A file cut short is reported, not raised: ``truncated`` / ``missing_bytes`` /
@@ -388,6 +544,7 @@ def walk_mp4(path: str | os.PathLike) -> Mp4Boxes:
             if file_size == 0:
                 raise DatasetError("not an MP4 file: empty (0 bytes)", p)
             moov_at = mdat_at = None
+            moofs: list[tuple[int, int]] = []
             off = 0
             while off < file_size:
                 fh.seek(off)
@@ -434,12 +591,30 @@ def walk_mp4(path: str | os.PathLike) -> Mp4Boxes:
                     mdat_at = off
                 elif typ == "moof":
                     out.fragmented = True
+                    if fragments:
+                        moofs.append((off + hdr, min(end, file_size) - off - hdr))
                 if end > file_size:
                     out.truncated, out.missing_bytes, out.truncated_box = True, end - file_size, typ
                     if typ == "mdat":
                         out.mdat_present_fraction = max(0.0, (file_size - off - hdr) / max(1, size - hdr))
                     break
                 off = end
+            if out.tables is not None:
+                out.tables.file_size = file_size
+            if moofs and out.tables is not None:
+                runs: list[FragmentRun] = []
+                for start, size in moofs:
+                    if size > MAX_MOOF_BYTES:
+                        out.corrupt = f"a moof box of {size} bytes (over {MAX_MOOF_BYTES} bytes)"
+                        break
+                    fh.seek(start)
+                    try:
+                        runs += _parse_moof(fh.read(size), out.tables.track_id, out.tables.default_duration,
+                                            max(0, file_size - sum(len(r.durations) for r in runs)))
+                    except (IndexError, ValueError, struct.error) as exc:
+                        out.corrupt = f"malformed moof box at byte {start} ({exc})"
+                        break
+                out.tables.fragments = runs
     except OSError as exc:
         raise DatasetError(f"cannot read MP4 file: {exc.strerror or exc}", p) from None
     if moov_at is not None and mdat_at is not None:

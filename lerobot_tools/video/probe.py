@@ -13,6 +13,11 @@ Layers run cheapest first and stop early (docs/video-decoding.md#probing):
 4. With ``gop="demux"``: when the header has no keyframe index (fragmented MP4, Matroska, AVI), packets
    are demuxed (not decoded) to find keyframes; this reads the whole file.
 
+Every frame's presentation timestamp comes with layer 2 for an MP4 whose ``moov`` holds its sample tables
+(:func:`lerobot_tools.video.timing.frame_times`, ~0.1 ms); with the PyAV layer also for a fragmented MP4 (its
+``moof`` boxes are read) and, by a packet demux (no decoding, reads the whole file), for an edit list the box
+model does not reproduce or a container that is not MP4.
+
 PyAV is imported lazily, inside functions: ``probe_video(path, pyav=False)`` never imports ``av``.
 """
 
@@ -65,6 +70,11 @@ class VideoProbe:
         gop_mean: frame_count / number of keyframes.
         warnings: non-fatal findings (fragmented, truncated-but-playable, header disagreements, …).
         codec_tag: MP4 sample-entry fourcc (``"avc1"``, ``"hev1"``, ``"av01"``…) when known.
+        frame_times: every frame's presentation timestamp, as
+            :meth:`lerobot_tools.video.timing.FrameTimes.to_dict` (run-length encoded steps), or None.
+        frame_times_unknown: why ``frame_times`` is None for a readable file (one line), else None.
+        nominal_fps: the rate the frames are spaced at (:func:`lerobot_tools.video.timing.nominal_rate`) when
+            ``frame_times`` is known: a dropped or duplicated frame changes ``fps`` (an average) but not this.
     """
 
     path: str
@@ -89,6 +99,9 @@ class VideoProbe:
     gop_mean: float | None = None
     warnings: list[str] = field(default_factory=list)
     codec_tag: str | None = None
+    frame_times: dict | None = None
+    frame_times_unknown: str | None = None
+    nominal_fps: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -369,9 +382,12 @@ def _probe(res: VideoProbe, p: str, pyav: bool, gop: str, sniffed: Sniff | None)
         return
     res.container = s.magic
 
+    boxes = None
     if s.magic == "mp4":
         try:
             boxes = walk_mp4(p)
+            if pyav and boxes.fragmented and boxes.has_moov and not boxes.truncated:
+                boxes = walk_mp4(p, fragments=True)
         except DatasetError as exc:
             res._fail("broken", exc.message)
             return
@@ -379,3 +395,34 @@ def _probe(res: VideoProbe, p: str, pyav: bool, gop: str, sniffed: Sniff | None)
             return
     if pyav:
         _apply_pyav(res, p, gop)
+    if res.ok:
+        try:
+            _apply_times(res, p, boxes, pyav)
+        except Exception as exc:  # a table that defeats the model must not make a playable file "broken"
+            res.frame_times = None
+            res.frame_times_unknown = f"could not compute the frame times: {type(exc).__name__}: " \
+                                      f"{' '.join(str(exc).split())[:160]}"
+
+
+def _apply_times(res: VideoProbe, path: str, boxes: Mp4Boxes | None, pyav: bool) -> None:
+    """Fill ``frame_times`` (or ``frame_times_unknown``): from the boxes, else (``pyav``) by a packet demux."""
+    from lerobot_tools.video.timing import UnknownTimes, demux_frame_times, frame_times_dict, nominal_rate
+
+    why = "not an MP4 file: its frame times need a packet demux (--all-videos)"
+    ft = None
+    if boxes is not None:
+        try:
+            res.frame_times, res.nominal_fps = frame_times_dict(boxes)
+            return
+        except UnknownTimes as exc:
+            why = str(exc)
+    if ft is None and pyav and not (boxes is not None and boxes.fragmented):  # fragments: read already with pyav
+        try:
+            ft = demux_frame_times(path)
+        except UnknownTimes as exc:
+            why = f"{why}; demux: {exc}"
+    if ft is None:
+        res.frame_times_unknown = why
+        return
+    res.frame_times = ft.to_dict()
+    res.nominal_fps = nominal_rate(ft)

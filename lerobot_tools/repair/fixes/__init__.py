@@ -10,7 +10,8 @@ a list is cast to a fixed size only after every row's length was checked.
 Modules, one per fix family: :mod:`.context` (:class:`RepairContext`), :mod:`.declarations` (I005, I006, I007,
 S002), :mod:`.casts` (S003, S004, S005, S007), :mod:`.files` (F001, and the file moves F002 shares), :mod:`.videos` (F002, F009), :mod:`.tasks` (T002, T004,
 T007), :mod:`.counters` (C001-C003, C008, T006), :mod:`.metadata` (S006 and the final metadata update),
-:mod:`.stats` (G003-G008, G010: statistics recomputed from the data).
+:mod:`.stats` (G003-G008, G010: statistics recomputed from the data), :mod:`.timestamps` (F010 segments and the D003
+timestamp column re-derived from the videos' frame timestamps).
 :data:`FIXES` lists them in the order they run.
 
 Sources of the format facts: docs/format.md#layouts (templates), docs/format.md#info-json (counters),
@@ -33,12 +34,13 @@ from lerobot_tools.repair.fixes.declarations import (
 from lerobot_tools.repair.fixes.metadata import finalize, fix_hf_metadata
 from lerobot_tools.repair.fixes.stats import STATS_CHECKS, fix_stats
 from lerobot_tools.repair.fixes.tasks import fix_tasks
+from lerobot_tools.repair.fixes.timestamps import fix_segment_times, fix_timestamp_column
 from lerobot_tools.repair.fixes.videos import NEIGHBOUR_VIDEO_TEMPLATES, fix_video_declarations, fix_video_path
 
 __all__ = [
     "FIXES", "LANGUAGE_COLUMNS", "fix_data_files", "NEIGHBOUR_VIDEO_TEMPLATES", "RepairContext", "feature_from_arrow", "finalize",
     "fix_counters", "fix_dtype", "fix_feature_invalid", "fix_fps", "fix_hf_metadata", "fix_names", "fix_shape",
-    "fix_stats",
+    "fix_segment_times", "fix_stats", "fix_timestamp_column",
     "fix_tasks", "fix_undeclared", "fix_variable_lists", "fix_video_declarations", "fix_video_path",
 ]
 
@@ -61,4 +63,6 @@ FIXES: list[tuple[tuple[str, ...], Callable[[RepairContext], None]]] = [
     (("C001", "C002", "T006", "C003", "C008"), fix_counters),
     (("S006",), fix_hf_metadata),
     (STATS_CHECKS, fix_stats),
+    (("F010",), fix_segment_times),  # after the statistics: both may rewrite cells of one meta/episodes file
+    (("D003",), fix_timestamp_column),
 ]

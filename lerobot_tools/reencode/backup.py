@@ -1,0 +1,203 @@
+"""Where ``lrtool reencode`` keeps the originals, how it swaps a verified file in, and ``lrtool reencode --undo``.
+
+Each run (each task of a distributed run) keeps its originals under ``.lrtool/reencode/<UTC time>-<pid>/files/``,
+at their path relative to the dataset root, beside a small JSON record per file (its path, the SHA-256 of the
+original and of the new file). The original is **moved** there without copying its bytes: it is hard-linked into
+the backup folder, then the verified new file atomically replaces it (``os.replace``), so at every instant the
+dataset path holds the complete original or the complete new file, and the original is never lost (where hard
+links are not possible, e.g. across file systems, it is copied). ``.lrtool/`` sits outside ``videos/``, so the
+loaders and validate never see it (leave it out of ``push_to_hub``).
+
+``--undo`` restores, newest run first, every file whose current content is the one the re-encode wrote (SHA-256),
+and the run's original ``info.json`` when the current one is the one the re-encode wrote; a file changed since is
+refused with one line and kept. Every path read from a record must stay inside the dataset and outside ``.lrtool/``,
+and every record is size-capped (:func:`lerobot_tools._io.load_json_file`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from lerobot_tools._io import atomic_write_text, fsync_dir, load_json_file
+from lerobot_tools._lock import LRTOOL_DIR
+from lerobot_tools.errors import LrtoolError
+
+REENCODE_DIR = f"{LRTOOL_DIR}/reencode"
+
+
+def sha256(path: Path, chunk: int = 4 * 2**20) -> str:
+    """SHA-256 hex digest of a file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while True:
+            b = fh.read(chunk)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+
+
+def new_run_dir(root: Path) -> Path:
+    """A fresh ``.lrtool/reencode/<UTC time to the microsecond>-<pid>`` folder path (not created): names sort in
+    the order the runs started, which ``--undo`` follows backwards."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+    return Path(root) / REENCODE_DIR / f"{stamp}-{os.getpid()}"
+
+
+def _contained(root: Path, rel: str) -> Path:
+    """``root / rel`` when ``rel`` is a plain relative path inside the dataset and outside ``.lrtool/``.
+
+    Raises:
+        LrtoolError: it is not.
+    """
+    p = PurePosixPath(rel)
+    if p.is_absolute() or not p.parts or ".." in p.parts or p.parts[0] == LRTOOL_DIR or "\\" in rel:
+        raise LrtoolError(f"a re-encode record names {rel!r}, outside the dataset's files: refusing it")
+    full = Path(root) / p
+    if not full.resolve().is_relative_to(Path(root).resolve()):
+        raise LrtoolError(f"a re-encode record names {rel!r}, which resolves outside the dataset: refusing it")
+    return full
+
+
+def swap_in(root: Path, rel: str, new: Path, run_dir: Path | None, *, original_sha: str | None = None) -> str | None:
+    """Replace the video ``rel`` by the verified file ``new`` (in the same folder), keeping the original under
+    ``run_dir`` (None: drop it). Returns the backup's path relative to the root, or None.
+
+    Raises:
+        OSError: the backup or the replacement could not be made (the original is then in place, untouched).
+    """
+    path = Path(root) / rel
+    backup = None
+    if run_dir is not None:
+        backup = run_dir / "files" / rel
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        if backup.exists() and not os.path.samefile(backup, path):
+            backup.unlink()
+        if not backup.exists():
+            try:
+                os.link(path, backup)
+            except OSError:
+                shutil.copy2(path, backup)
+        fsync_dir(backup.parent)
+        record = {"path": rel, "original_sha256": original_sha or sha256(backup), "new_sha256": sha256(new),
+                  "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        try:
+            atomic_write_text(backup.with_name(backup.name + ".json"), json.dumps(record, indent=1) + "\n")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                backup.unlink()
+            raise
+    try:
+        os.replace(new, path)
+    except BaseException:
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                backup.with_name(backup.name + ".json").unlink()
+                backup.unlink()
+        raise
+    fsync_dir(path.parent)
+    return backup.relative_to(root).as_posix() if backup is not None else None
+
+
+def save_info(root: Path, run_dir: Path, new_text: str) -> None:
+    """Before ``info.json`` is rewritten by a run: keep its original once per run, and the new text's digest."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    orig = run_dir / "info.json.orig"
+    if not orig.exists():
+        shutil.copy2(Path(root) / "meta" / "info.json", orig)
+    atomic_write_text(run_dir / "info.json.new.sha256", hashlib.sha256(new_text.encode("utf-8")).hexdigest() + "\n")
+
+
+@dataclass
+class UndoReport:
+    """What ``lrtool reencode --undo`` did to one dataset."""
+
+    target: str
+    root: str | None
+    restored: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    info_restored: bool = False
+    runs: int = 0
+    error: str | None = None
+
+    @property
+    def exit_status(self) -> int:
+        return 2 if self.error and not self.runs else (1 if self.error or self.refused else 0)
+
+
+def undo(root: Path, report: UndoReport) -> UndoReport:
+    """Restore the originals of every re-encode run of the dataset at ``root`` (see the module docstring)."""
+    base = Path(root) / REENCODE_DIR
+    if base.is_symlink():
+        report.error = f"{REENCODE_DIR} is a symlink: lrtool keeps its backups only in a real folder; remove it"
+        return report
+    runs = sorted((p for p in base.iterdir() if p.is_dir() and not p.is_symlink()), reverse=True) \
+        if base.is_dir() else []
+    if not runs:
+        report.error = f"no re-encode to undo in {base}"
+        return report
+    report.runs = len(runs)
+    for run in runs:
+        for rec_path in sorted(run.glob("files/**/*.json")):
+            try:
+                rec = load_json_file(rec_path)
+                rel = rec["path"]
+                target = _contained(root, rel)
+                backup = run / "files" / rel
+                if backup.resolve() != rec_path.with_name(rec_path.name[: -len(".json")]).resolve():
+                    raise LrtoolError(f"the record {rec_path.name} does not sit beside its original")
+                if not backup.is_file() or backup.is_symlink():
+                    raise LrtoolError(f"the original of {rel} is missing from {run.name}")
+                if target.is_symlink():
+                    raise LrtoolError(f"{rel} is a symlink now: not restoring through it")
+                current = sha256(target) if target.is_file() else None
+                if current == rec["original_sha256"]:
+                    backup.unlink()
+                    rec_path.unlink()
+                    continue
+                if current != rec["new_sha256"]:
+                    report.refused.append(f"{rel}: changed since the re-encode (not the file it wrote); kept, its "
+                                          f"original stays in {run.relative_to(root)}")
+                    continue
+                if sha256(backup) != rec["original_sha256"]:
+                    raise LrtoolError(f"the saved original of {rel} does not match its record")
+                os.replace(backup, target)
+                fsync_dir(target.parent)
+                rec_path.unlink()
+                report.restored.append(rel)
+            except (LrtoolError, OSError, KeyError, TypeError, ValueError) as exc:
+                report.refused.append(f"{rec_path.relative_to(root)}: {exc}")
+        orig, digest = run / "info.json.orig", run / "info.json.new.sha256"
+        info = Path(root) / "meta" / "info.json"
+        if orig.is_file() and digest.is_file():
+            written = digest.read_text().strip()
+            if info.is_file() and hashlib.sha256(info.read_bytes()).hexdigest() == written:
+                atomic_write_text(info, orig.read_text(encoding="utf-8"))
+                report.info_restored = True
+                orig.unlink()
+                digest.unlink()
+            elif info.is_file() and info.read_bytes() == orig.read_bytes():
+                orig.unlink()
+                digest.unlink()
+        _prune(run)
+    with contextlib.suppress(OSError):
+        base.rmdir()
+    with contextlib.suppress(OSError):
+        base.parent.rmdir()  # .lrtool/, when nothing else (a repair backup, the lock) is in it
+    return report
+
+
+def _prune(run: Path) -> None:
+    """Remove the empty folders of a run (a run with a refused file keeps it)."""
+    for d in sorted((p for p in run.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            d.rmdir()
+    with contextlib.suppress(OSError):
+        run.rmdir()
