@@ -623,6 +623,9 @@ def defect_present(name: str) -> bool:
             p.read_bytes().startswith(b'{"error"') for p in (d / "videos").rglob("*.mp4"))
     if name == "broken_truncated_episodes":
         return (d / "meta/episodes/chunk-000/file-001.parquet").read_bytes()[-4:] != b"PAR1"
+    if name == "broken_no_segment_times":
+        names = _schema(name, "meta/episodes/chunk-000/file-000.parquet").names
+        return f"videos/{FRONT}/chunk_index" in names and not [n for n in names if n.endswith("_timestamp")]
     if name == "broken_videos_elsewhere":
         moved = sorted(p.name for p in (d / "video").rglob("*.mp4"))
         return moved == ["file-000.mp4", "file-001.mp4"] and not list((d / "videos").rglob("*.mp4"))

@@ -268,10 +268,16 @@ _CHECKS = [
           **_manual("index ranges need recomputing with the data re-checked")),
     Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",
           "meta/episodes.jsonl (v2.x) or meta/episodes/*/*.parquet (v3.0) exists and every row has the "
-          "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges).",
+          "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges, and each "
+          "camera's videos/<key>/from_timestamp and to_timestamp: their absence is reported once per camera, and "
+          "F010/F020/F021 are then not checked for its episodes instead of reporting every frame query).",
           "Loaders cannot locate episodes: lerobot 0.4.4's `LeRobotDatasetMetadata.load_metadata` -> `load_episodes` (src/lerobot/datasets/utils.py) raises FileNotFoundError or ArrowInvalid, or falls back to a Hub download. A metadata "
           "file that is a placeholder is reported as F004-F006 instead, a truncated one here; either way the "
-          "data and video files are still checked, found from the path templates and the folders on disk.",
+          "data and video files are still checked, found from the path templates and the folders on disk. "
+          "Without videos/<key>/from_timestamp, LeRobotDataset._query_videos "
+          "(src/lerobot/datasets/lerobot_dataset.py) raises KeyError for every sample (TypeError for a row whose "
+          "value is null); without to_timestamp, "
+          "StreamingLeRobotDataset.make_frame (src/lerobot/datasets/streaming_dataset.py) raises KeyError.",
           "Restore the metadata; not mechanical.",
           **_manual("the episode metadata is missing or malformed")),
     Check("C008", "splits", WARNING, "info.json splits is malformed, out of range or leaves episodes out.",
