@@ -630,6 +630,61 @@ def test_v3_columns_missing(tmp_path):
     ]
 
 
+CAM = "observation.images.front"
+SEG_SKIP = f"F010, F020, F021 for {CAM}"
+
+
+def _with_video(tmp_path: Path) -> Path:
+    """v3.0, 10 fps, episodes of 20 and 15 frames in one 32x32 h264 file."""
+    return build_dataset(tmp_path / "ds", SynthSpec(episode_lengths=(20, 15), episodes_per_file=2, video_size=(32, 32),
+                                                    state_dim=2, action_dim=2))
+
+
+def test_v3_segment_times_missing_is_one_c007_and_no_frame_query_finding(tmp_path):
+    """A hand-written converter's episode metadata (each camera's chunk and file indices, no from/to_timestamp) over
+    a 25 fps video in a 10 fps dataset: lerobot 0.4.4 _query_videos raises KeyError on every sample. One C007 names
+    the columns; the frame queries are unknown, so F010/F020/F021 are not checked (not one finding per query); F009
+    still compares the stream with its declaration. Nothing reported the missing columns before."""
+    from lerobot_tools.testing.synth import encode_video, frame_pixels
+
+    root = _with_video(tmp_path)
+    for end in ("from_timestamp", "to_timestamp"):
+        _set_v3_column(root, f"videos/{CAM}/{end}", None)
+    video = root / f"videos/{CAM}/chunk-000/file-000.mp4"
+    encode_video(video, [frame_pixels(0, k, 32, 32) for k in range(88)], 25, "h264")
+    r = _report(root, all_videos=True)
+    assert [(f.severity, f.path, f.message, f.subject) for f in r.findings if f.check == "C007"] == [
+        ("error", EPS_V3, f"episode metadata has no videos/{CAM}/from_timestamp, videos/{CAM}/to_timestamp column(s): "
+         "no frame of the camera can be located (lerobot 0.4.4 _query_videos raises KeyError)",
+         {"video_key": CAM, "key": f"videos/{CAM}/from_timestamp"})]
+    assert [f.check for f in r.findings if f.severity == "error"] == ["C007"]
+    assert _found(r, "F010", "F020", "F021") == []
+    assert [f.message for f in r.findings if f.check == "F009"] == [f"{CAM}: frame rate is 25.000 but info.json fps "
+                                                                    "is 10"]
+    assert (SEG_SKIP, f"2 episode(s) have no videos/{CAM}/from_timestamp: where their frame queries land is "
+                      "unknown") in _notes(r)
+
+
+def test_v3_to_timestamp_missing_or_a_null_from_timestamp(tmp_path):
+    root = _with_video(tmp_path)
+    _set_v3_column(root, f"videos/{CAM}/to_timestamp", None)  # LeRobotDataset loads; StreamingLeRobotDataset does not
+    r = _report(root)
+    assert _found(r, "C007") == [("C007", "error", EPS_V3, f"episode metadata has no videos/{CAM}/to_timestamp "
+                                  "column(s): lerobot 0.4.4's StreamingLeRobotDataset raises KeyError (LeRobotDataset "
+                                  "reads from_timestamp only)")]
+    assert not [n for n, _ in _notes(r) if n == SEG_SKIP]
+
+    root = _with_video(tmp_path / "null")
+    _set_v3_column(root, f"videos/{CAM}/from_timestamp", [0.0, None])  # None + timestamp: TypeError for episode 1
+    r = _report(root)
+    assert _found(r, "C007") == [("C007", "error", EPS_V3, f"episode(s) 1 have no videos/{CAM}/from_timestamp value "
+                                  "(null): their frames cannot be located (lerobot 0.4.4 _query_videos raises "
+                                  "TypeError on None + timestamp)")]
+    assert _found(r, "F010", "F020", "F021") == []
+    assert (SEG_SKIP, f"1 episode(s) have no videos/{CAM}/from_timestamp: where their frame queries land is "
+                      "unknown") in _notes(r)
+
+
 def test_v3_columns_null_in_one_row_only(tmp_path):
     root = _build(tmp_path)
     for col in ("length", "data/chunk_index", "dataset_from_index"):

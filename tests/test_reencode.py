@@ -190,6 +190,71 @@ def test_refusals_before_any_write(tmp_path):
     assert _tree(root2) == before
 
 
+def _listing(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): _sha(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_no_write_through_a_symlinked_folder(tmp_path):
+    """Every path reencode writes is reached without a symlink: a .lrtool/reencode/ linked to another folder used to
+    receive the originals (hard links) and their records; a meta/ linked elsewhere had its info.json rewritten there;
+    a videos/ linked elsewhere had that folder's lrtool temporary files removed."""
+    # .lrtool/reencode -> elsewhere: no backup can be kept inside the dataset, so no file is replaced
+    root = _copy(FIXTURES / "datasets/clean_v21", tmp_path)
+    outside = tmp_path / "outside-backups"
+    outside.mkdir()
+    (root / ".lrtool").mkdir()
+    (root / ".lrtool/reencode").symlink_to(outside)
+    before = _tree(root)
+    run = reencode([str(root)], ReencodeOptions(codec="hevc"))
+    reasons = {f.reason for f in run.files()}
+    assert {f.status for f in run.files()} == {"failed"} and len(reasons) == 1, reasons
+    assert reasons == {".lrtool/reencode is a symlink: reencode writes only real files and folders inside the dataset"}
+    assert _listing(outside) == {} and _tree(root) == before
+
+    # meta -> elsewhere: the videos are re-encoded, but info.json (outside the dataset) is not rewritten
+    root = _copy(FIXTURES / "datasets/clean_v21", tmp_path / "m")
+    meta = tmp_path / "outside-meta"
+    shutil.move(root / "meta", meta)
+    (root / "meta").symlink_to(meta)
+    kept = _listing(meta)
+    run = reencode([str(root)], ReencodeOptions(codec="hevc"))
+    assert {f.status for f in run.files()} == {"reencoded"}
+    assert run.datasets[0].error == ("meta/info.json not updated: meta is a symlink: reencode writes only real files "
+                                     "and folders inside the dataset")
+    assert _listing(meta) == kept and (root / "meta").is_symlink()
+
+    # videos -> elsewhere: its files are refused one by one, and the folder is not swept
+    root = _copy(FIXTURES / "datasets/clean_v21", tmp_path / "v")
+    videos = tmp_path / "outside-videos"
+    shutil.move(root / "videos", videos)
+    (root / "videos").symlink_to(videos)
+    (videos / ".lrtool-tmp-0badf00d-someone-elses.mp4").write_bytes(b"not ours")
+    kept = _listing(videos)
+    run = reencode([str(root)], ReencodeOptions(codec="hevc"))
+    assert {f.status for f in run.files()} == {"failed"}
+    assert "temporary files not removed: videos is a symlink: reencode writes only real files and folders inside " \
+        "the dataset" in run.datasets[0].notes
+    assert _listing(videos) == kept
+
+
+def test_undo_restores_info_json_only_from_a_whole_saved_original(tmp_path):
+    """The saved original info.json is written atomically and restored by a verified atomic rewrite: a saved
+    original that is not a JSON object (cut short) is refused and the current info.json kept (it was restored as
+    is: a truncated info.json)."""
+    root = _copy(FIXTURES / "datasets/clean_v21", tmp_path)
+    info0 = (root / "meta/info.json").read_bytes()
+    assert reencode([str(root)], ReencodeOptions(codec="hevc")).exit_status == 0
+    (orig,) = (root / ".lrtool/reencode").glob("*/info.json.orig")
+    assert orig.read_bytes() == info0  # the text info.json was rewritten from
+    now = (root / "meta/info.json").read_bytes()
+    orig.write_bytes(info0[: len(info0) // 2])
+    (rep,) = undo_targets([str(root)])
+    assert rep.exit_status == 1 and not rep.info_restored and len(rep.restored) == 3
+    (refused,) = rep.refused
+    assert refused.startswith("meta/info.json: info.json.orig: ") and "kept, its original stays in" in refused
+    assert (root / "meta/info.json").read_bytes() == now
+
+
 # ---------------------------------------------------------------------------------------------- resume, info.json
 def test_a_rerun_resumes_and_info_json_changes_only_when_a_camera_is_complete(tmp_path, monkeypatch):
     root = _copy(FIXTURES / "datasets/clean_v30", tmp_path)

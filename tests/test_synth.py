@@ -23,6 +23,7 @@ from lerobot_tools.testing.synth import (
     FrameIdError,
     SynthSpec,
     build_dataset,
+    concat_videos,
     encode_video,
     frame_pixels,
     read_frame_id,
@@ -262,6 +263,40 @@ def test_v30_h264_videos_decode_to_the_right_frames(v30: Path):
                 t, img = frames[first + k]
                 assert abs(t - (row[f"videos/{key}/from_timestamp"] + k / 10)) <= 1e-4
                 assert read_frame_id(img) == (ep, k)
+
+
+@needs_ffmpeg
+@pytest.mark.parametrize("fps", [10, 15, 25, 30, 50, 60])
+def test_v30_joins_keep_exact_frame_times_at_any_fps(tmp_path: Path, fps: int):
+    """Every frame of a joined v3.0 file sits at exactly k / fps (upstream's PyAV concat); validate finds no timing
+    finding. The system FFmpeg 5.1's concat demuxer left steps of 33.66 ms at the joins of a 30 fps file (F020)."""
+    from lerobot_tools.validate import validate
+    from lerobot_tools.video.timing import demux_frame_times
+
+    spec = SynthSpec(version="v3.0", fps=fps, episode_lengths=(20, 17, 23, 19), episodes_per_file=4,
+                     video_size=(32, 32))
+    root = build_dataset(tmp_path / "ds", spec)
+    key = spec.video_keys[0]
+    ft = demux_frame_times(root / f"videos/{key}/chunk-000/file-000.mp4")
+    n = sum(spec.episode_lengths)
+    assert ft.count == n and ft.timescale % fps == 0
+    assert ft.ticks.tolist() == [k * ft.timescale // fps for k in range(n)]
+    rows = pq.read_table(root / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    for row in rows:
+        first = row["dataset_from_index"]
+        assert abs(row[f"videos/{key}/from_timestamp"] - ft.seconds[first]) < 1e-9
+    findings = [f for report in validate([str(root)]) for f in report.findings]
+    assert [(f.check, f.severity) for f in findings if f.severity != "info" or f.check.startswith("F")] == []
+
+
+def test_concat_videos_errors(tmp_path: Path):
+    with pytest.raises(ValueError, match="no parts"):
+        concat_videos(tmp_path / "out.mp4", [])
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(b"not an mp4 at all")
+    with pytest.raises(LrtoolError, match="joining 1 episode videos failed"):
+        concat_videos(tmp_path / "out.mp4", [bad])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.mp4"], "no output, listing or temporary left"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -588,6 +623,9 @@ def defect_present(name: str) -> bool:
             p.read_bytes().startswith(b'{"error"') for p in (d / "videos").rglob("*.mp4"))
     if name == "broken_truncated_episodes":
         return (d / "meta/episodes/chunk-000/file-001.parquet").read_bytes()[-4:] != b"PAR1"
+    if name == "broken_no_segment_times":
+        names = _schema(name, "meta/episodes/chunk-000/file-000.parquet").names
+        return f"videos/{FRONT}/chunk_index" in names and not [n for n in names if n.endswith("_timestamp")]
     if name == "broken_videos_elsewhere":
         moved = sorted(p.name for p in (d / "video").rglob("*.mp4"))
         return moved == ["file-000.mp4", "file-001.mp4"] and not list((d / "videos").rglob("*.mp4"))
@@ -688,6 +726,10 @@ def _mixpart_present(name: str) -> bool:
         stats = json.loads((d / "meta/stats.json").read_text())
         lines = [json.loads(x)["stats"] for x in (d / "meta/episodes_stats.jsonl").read_text().splitlines()]
         return "action" not in stats and "observation.state" in stats and all("action" not in x for x in lines)
+    if name == "mixpart_wrist":
+        wrist = "observation.images.wrist"
+        return (info["features"][wrist]["dtype"] == "video" and FRONT in info["features"]
+                and len(list((d / "videos/chunk-000" / wrist).glob("*.mp4"))) == 2)
     raise AssertionError(f"no probe for fixture {name}")
 
 

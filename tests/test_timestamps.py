@@ -221,6 +221,52 @@ def test_wall_clock_timestamps_are_blamed_on_the_column_with_what_the_queries_do
     assert "F020" not in {f.check for f in r.findings}
 
 
+def _v21_with_episode0(root: Path, fps: int, frames: int, step: int, timescale: int) -> Path:
+    """A clean v2.1 dataset (10 fps unless ``fps``) whose episode 0 mp4 holds ``frames`` frames ``step`` ticks apart."""
+    build_dataset(root, SynthSpec(version="v2.1", fps=fps, episode_lengths=(20, 15)))
+    rel = "videos/chunk-000/observation.images.front/episode_000000.mp4"
+    write_timed_video(root / rel, 0, list(range(frames)), [k * step for k in range(frames)], timescale=timescale,
+                      fps=round(timescale / step))
+    return root
+
+
+def _rate_findings(root: Path, **options) -> list[tuple[str, str, str]]:
+    (r,) = validate([str(root)], ValidateOptions(**options))
+    return [(f.check, f.severity, f.message) for f in r.findings if f.check in ("F009", "F020")]
+
+
+def test_a_video_at_another_frame_rate_is_one_finding_owned_by_what_the_loader_does(tmp_path):
+    """One defect, one finding: a 15 fps file under info.json fps 10 fails every odd frame query (FrameTimestampError):
+    F020, an error naming the rate and the failing queries, and no F009 beside it (both used to report it); F009
+    keeps it when F020 is not selected. A 20 fps file of twice the frames loads (every query lands on every other
+    frame): F009, a warning saying so, and no F020 (it used to add a warning of its own)."""
+    root = _v21_with_episode0(tmp_path / "r15", 10, 30, 1024, 15360)
+    ((check, severity, msg),) = _rate_findings(root)
+    assert (check, severity) == ("F020", "error"), msg
+    assert msg.startswith("observation.images.front: another frame rate: the frames are spaced at 15.000 fps, not "
+                          "info.json's 10: 10 of 20 frame queries of episode(s) 0 fail (10 miss their frame by up to "
+                          "3.33e-02 s; first: episode 0 frame 1 queried at 0.100000 s"), msg
+    assert [c for c, _, _ in _rate_findings(root, select={"F009"})] == ["F009"]
+
+    root = _v21_with_episode0(tmp_path / "r20", 10, 40, 512, 10240)
+    assert _rate_findings(root) == [("F009", "warning", "observation.images.front: frame rate is 20.000 but info.json "
+                                     "fps is 10: every frame query still lands on its own frame within tolerance_s "
+                                     "(loads; the frames are read at info.json's 10 fps)")]
+
+
+def test_a_close_frame_rate_that_drifts_off_the_grid_is_named(tmp_path):
+    """29.97 fps (steps of 1001/30000 s) under fps 30 is within F009's 1 %, but drifts 33 us a frame: from frame 4 on
+    the queries miss. F020 names the rate (it named no cause: "the frames' timestamps do not follow the episodes'
+    segments"); a rounding of 1/fps to the timescale (steps within a tick of timescale / fps) is not a rate."""
+    root = _v21_with_episode0(tmp_path / "ds", 30, 40, 1001, 30000)
+    ((check, severity, msg),) = _rate_findings(root)
+    assert (check, severity) == ("F020", "error")
+    assert "another frame rate: the frames are spaced at 29.970 fps, not info.json's 30: 16 of 20 frame queries" in msg
+    ft = FrameTimes(1000, np.array([round(k * 1000 / 7) for k in range(70)]), 10000)  # 143 ticks, a 142 in 7
+    causes = analyse(ft, 7, 1e-4)
+    assert causes.rate is None and causes.rounded
+
+
 def test_a_v30_column_timed_like_its_videos_loads_and_d003_is_a_warning(tmp_path):
     """Videos whose frames carry the same host-clock times as the timestamp column: every query lands on its own
     frame, so the v3.0 loaders read the right frames; D003 stays (not k / fps) as a warning, F020 as a warning."""
@@ -235,10 +281,13 @@ def test_a_v30_column_timed_like_its_videos_loads_and_d003_is_a_warning(tmp_path
     write_timed_video(root / "videos/observation.images.front/chunk-000/file-000.mp4", 0, list(range(12)),
                       [round(t * 10240) for t in stored], timescale=10240, fps=10)
     (r,) = validate([str(root)], ValidateOptions(deep=True))
-    got = {(f.check, f.severity) for f in r.findings if f.check in ("D003", "F020", "F021")}
+    # F009 is silent: the frames' rate (10.213 fps on average over these 12 frames) is what F020 names
+    got = {(f.check, f.severity) for f in r.findings if f.check in ("D003", "F009", "F020", "F021")}
     assert got == {("D003", "warning"), ("F020", "warning")}, [f.message for f in r.findings]
     (d003,) = [f for f in r.findings if f.check == "D003"]
     assert "every frame query still lands on its own frame" in d003.message
+    (f020,) = [f for f in r.findings if f.check == "F020"]
+    assert "variable frame rate: " in f020.message and " ms, 10.213 fps on average; first at " in f020.message
 
 
 def test_a_fragmented_file_is_not_checked_by_default_and_audited_with_all_videos(tmp_path):

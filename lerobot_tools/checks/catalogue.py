@@ -268,10 +268,16 @@ _CHECKS = [
           **_manual("index ranges need recomputing with the data re-checked")),
     Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",
           "meta/episodes.jsonl (v2.x) or meta/episodes/*/*.parquet (v3.0) exists and every row has the "
-          "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges).",
+          "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges, and each "
+          "camera's videos/<key>/from_timestamp and to_timestamp: their absence is reported once per camera, and "
+          "F010/F020/F021 are then not checked for its episodes instead of reporting every frame query).",
           "Loaders cannot locate episodes: lerobot 0.4.4's `LeRobotDatasetMetadata.load_metadata` -> `load_episodes` (src/lerobot/datasets/utils.py) raises FileNotFoundError or ArrowInvalid, or falls back to a Hub download. A metadata "
           "file that is a placeholder is reported as F004-F006 instead, a truncated one here; either way the "
-          "data and video files are still checked, found from the path templates and the folders on disk.",
+          "data and video files are still checked, found from the path templates and the folders on disk. "
+          "Without videos/<key>/from_timestamp, LeRobotDataset._query_videos "
+          "(src/lerobot/datasets/lerobot_dataset.py) raises KeyError for every sample (TypeError for a row whose "
+          "value is null); without to_timestamp, "
+          "StreamingLeRobotDataset.make_frame (src/lerobot/datasets/streaming_dataset.py) raises KeyError.",
           "Restore the metadata; not mechanical.",
           **_manual("the episode metadata is missing or malformed")),
     Check("C008", "splits", WARNING, "info.json splits is malformed, out of range or leaves episodes out.",
@@ -376,7 +382,10 @@ _CHECKS = [
           **_manual("the video container cannot be read")),
     Check("F009", "video-codec-mismatch", WARNING, "A video stream differs from what info.json declares.",
           "Probed codec, pix_fmt, size and fps against features[key].info (video.codec, video.pix_fmt, shape, fps). "
-          "The declaration describes episode 0's file only (docs/failure-modes.md#video-info-episode-0).",
+          "The declaration describes episode 0's file only (docs/failure-modes.md#video-info-episode-0). A frame "
+          "rate more than 1 % off info.json fps is F009's when the file's frame queries all land (the message then "
+          "says so); when F020 reports the file (some queries fail, or its frames are unevenly spaced), F009 is "
+          "silent on its rate (docs/video-timestamps.md#causes).",
           "GPU decode plans and transforms based on the declaration are wrong (e.g. AV1 files declared H.264 "
           "on an H100, whose NVDEC has no AV1).",
           "`lrtool repair` updates the declaration from the probed stream.",
@@ -421,8 +430,8 @@ _CHECKS = [
           "every frame query of the file's episodes (from_timestamp + timestamp; v2.x: timestamp) against the "
           "nearest real frame. Names the cause once per file: a start offset (an empty edit list, a fragmented "
           "file with B-frames and no edit list, a first fragment not at 0), dropped frames, duplicated frames, a "
-          "variable frame rate, a time base that cannot hold 1 / fps (times rounded to it), and the first query it "
-          "breaks (episode, frame, distance). An error when a query misses by more than tolerance_s or lands on "
+          "variable frame rate, a time base that cannot hold 1 / fps (times rounded to it), another frame rate (F009 "
+          "is then silent for the file), and the first query it breaks (episode, frame, distance). An error when a query misses by more than tolerance_s or lands on "
           "another frame than its own; a warning when every query still lands (docs/video-timestamps.md).",
           "lerobot 0.4.4 decode_video_frames (datasets/video_utils.py) takes the frame with the nearest timestamp "
           "and raises FrameTimestampError beyond tolerance_s (huggingface/lerobot#3177 and the issues in "

@@ -11,7 +11,7 @@ import math
 import re
 
 from lerobot_tools.checks.context import CheckContext
-from lerobot_tools.checks.files import report_unreadable
+from lerobot_tools.checks.files import format_episodes, report_unreadable
 from lerobot_tools.dataset.model import INFO_PATH, V2_EPISODES_PATH
 from lerobot_tools.dataset.placeholders import UnreadableFileError
 from lerobot_tools.errors import DatasetError
@@ -67,6 +67,8 @@ def run_metadata(ctx: CheckContext) -> None:
     for col, subject in missing_cols:
         ctx.emit("C007", f"episode metadata has no {col} column(s)", src or (ds.episode_files[0] if ds.episode_files else None),
                  **subject)
+    if ds.layout == "v3" and episodes:
+        _check_segment_columns(ctx, episodes)
 
     # C004: episode_index == position, unique
     seen: dict[int, int] = {}
@@ -120,6 +122,45 @@ def run_metadata(ctx: CheckContext) -> None:
         if tc is not None and tc != expected_chunks:
             ctx.emit("C003", f"total_chunks is {tc}, expected ceil({len(episodes)} / {ds.chunks_size}) = {expected_chunks}",
                      INFO_PATH, key="total_chunks")
+
+
+def _check_segment_columns(ctx: CheckContext, episodes: list) -> None:
+    """C007, v3.0: ``videos/<key>/from_timestamp`` and ``to_timestamp`` beside a camera's chunk and file indices.
+
+    lerobot 0.4.4 ``LeRobotDataset._query_videos`` (``datasets/lerobot_dataset.py``) reads
+    ``ep[f"videos/{key}/from_timestamp"]`` for every frame query (KeyError when the column is absent, a TypeError on
+    ``None + timestamp`` when the row's value is null); ``StreamingLeRobotDataset.make_frame``
+    (``datasets/streaming_dataset.py``) reads ``to_timestamp`` too, and so does the recorder appending an episode.
+    Reported once per camera, naming the columns (every row lacks them) or the episodes (some rows do); the frame
+    queries of those episodes are unknown, so F010, F020 and F021 are listed as not checked for them instead of
+    reporting every query."""
+    ds = ctx.dataset
+    for key in ds.video_keys:
+        rows = [e for e in episodes if key in e.videos]
+        if not rows:
+            continue  # no videos/<key>/chunk_index: "videos/<key>/*" above
+        lacking = {end: [e for e in rows if getattr(e.videos[key], end) is None]
+                   for end in ("from_timestamp", "to_timestamp")}
+        absent = [end for end, lack in lacking.items() if len(lack) == len(rows)]
+        if absent:
+            cols = ", ".join(f"videos/{key}/{end}" for end in absent)
+            why = ("no frame of the camera can be located (lerobot 0.4.4 _query_videos raises KeyError)"
+                   if "from_timestamp" in absent else
+                   "lerobot 0.4.4's StreamingLeRobotDataset raises KeyError (LeRobotDataset reads from_timestamp only)")
+            ctx.emit("C007", f"episode metadata has no {cols} column(s): {why}", rows[0].source, video_key=key,
+                     key=f"videos/{key}/{absent[0]}")
+        for end, lack in lacking.items():
+            if lack and end not in absent:
+                eps = sorted(e.episode_index for e in lack)
+                why = ("their frames cannot be located (lerobot 0.4.4 _query_videos raises TypeError on None + "
+                       "timestamp)" if end == "from_timestamp" else
+                       "lerobot 0.4.4's StreamingLeRobotDataset reads it for every frame")
+                ctx.emit("C007", f"episode(s) {format_episodes(eps)} have no videos/{key}/{end} value (null): {why}",
+                         lack[0].source, video_key=key, key=f"videos/{key}/{end}")
+        unlocated = lacking["from_timestamp"]
+        if unlocated:
+            ctx.skip(f"F010, F020, F021 for {key}", f"{len(unlocated)} episode(s) have no "
+                     f"videos/{key}/from_timestamp: where their frame queries land is unknown")
 
 
 def _check_splits(ctx: CheckContext, on_disk: int | None) -> None:

@@ -21,6 +21,13 @@ own, on exactly one root cause:
    dropped or duplicated frames, variable frame rate, a time base that cannot hold 1/fps) and the first query
    it breaks (episode, frame, distance).
 
+A file whose frames run at another rate than info.json's ``fps`` is one defect reported once, by what the loader
+does: when some of its frame queries fail, F020 (error) names the rate and the failing queries; when every query
+still lands on its own frame (a 20 fps file under ``fps`` 10: every other frame is read), F020 stays silent and the
+video family's F009 warning (its frame rate more than 1 % off ``fps``) says so. Whenever F020 reports a file, the
+F009 frame-rate finding of that file is withdrawn: F020 names what the file's times are (another rate, a variable
+rate and its average, dropped frames), and said twice it would be two findings with two severities for one cause.
+
 F021 (info, once per dataset) gives the smallest ``tolerance_s`` with which every query lands on its own frame,
 and the worst query, or says that no value does (some query's nearest frame is another frame: raising the
 tolerance would only hide it). A frame is a query's own when its position in the file is the query's (the file
@@ -133,6 +140,7 @@ def run(ctx: CheckContext) -> None:
     column: dict[int, list[tuple[str, int, float, _Query]]] = {}  # episode -> (camera, misses, worst, first)
     column_ok: dict[int, bool] = {}  # episode -> every actual query lands on its own frame (all cameras)
     by_ep = {e.episode_index: e for e in ds.episodes}
+    rates: dict[str, bool] = {}  # file -> F020 reported it (True), or it is at another rate and loads (False)
     for rel, (vf, probe, _header) in probes.items():
         if not probe.frame_times:
             unknown.append((rel, probe.frame_times_unknown or "frame times unknown"))
@@ -143,7 +151,7 @@ def run(ctx: CheckContext) -> None:
         ft = FrameTimes.from_dict(probe.frame_times)
         if ft.count == 0:
             continue
-        _audit_file(ctx, rel, vf.video_key, ft, eps, fps, tol, meta_blamed, off, summary, column, column_ok)
+        _audit_file(ctx, rel, vf.video_key, ft, eps, fps, tol, meta_blamed, off, summary, column, column_ok, rates)
     if ctx.timestamps_truncated:
         from lerobot_tools.checks.deep import MAX_TS_KEPT
 
@@ -153,6 +161,7 @@ def run(ctx: CheckContext) -> None:
         rel, why = unknown[0]
         ctx.skip("F020, F021 (frame timestamps)", f"{len(unknown)} video file(s), e.g. {rel}: {why}")
     _complete_column_findings(ctx, column, column_ok, tol)
+    _settle_rate_findings(ctx, rates)
     _report_tolerance(ctx, summary, tol)
 
 
@@ -238,7 +247,7 @@ def query_verdicts(ft: FrameTimes, eps: list[tuple[int, float, int]], fps: float
 
 
 def _audit_file(ctx, rel: str, key: str, ft: FrameTimes, eps, fps: float, tol: float, meta_blamed: set, off: dict,
-                summary: _Summary, column: dict, column_ok: dict) -> None:
+                summary: _Summary, column: dict, column_ok: dict, rates: dict) -> None:
     frames = ft.seconds
     act = query_verdicts(ft, eps, fps, off)
     ide = query_verdicts(ft, eps, fps)  # every row at k / fps: what the writer's column would query
@@ -287,8 +296,13 @@ def _audit_file(ctx, rel: str, key: str, ft: FrameTimes, eps, fps: float, tol: f
             column.setdefault(e, []).append((key, n_col, float(d_act[sel & to_column].max()), first))
     causes = analyse(ft, fps, tol)
     hit = np.flatnonzero(to_file)
+    if causes.rate and not len(hit):
+        if not bad_act.any():
+            rates[rel] = False  # every query lands on its own frame: a declaration mismatch, F009's (a warning)
+        return  # else its failing queries are the metadata's or the column's: F009 says the rate, unqualified
     if not causes.any and not len(hit):
         return
+    rates[rel] = True  # F020 names what the file's times are: F009's frame rate of the file says it again
     names = causes.names() or ["the frames' timestamps do not follow the episodes' segments"]
     eps_hit = sorted({int(ep_ids[slot[i]]) for i in hit})
     if len(hit):
@@ -313,6 +327,26 @@ def _audit_file(ctx, rel: str, key: str, ft: FrameTimes, eps, fps: float, tol: f
         severity = WARNING
     ctx.emit("F020", msg, rel, severity=severity, group=f"video frame times of {key} are off the 1/fps grid",
              video_key=key, episode=eps_hit[0] if len(eps_hit) == 1 else None)
+
+
+def _settle_rate_findings(ctx: CheckContext, rates: dict[str, bool]) -> None:
+    """A file's frame rate is reported once (module docstring): the video family's F009 ``fps`` finding of a file
+    F020 reported is withdrawn (kept when F020 is not selected); that of a file at another rate whose every query
+    lands on its own frame says so."""
+    if not rates:
+        return
+    withdraw = ctx.enabled("F020")
+    kept = []
+    for f in ctx.findings:
+        if f.check == "F009" and f.subject.get("key") == "fps" and f.path in rates:
+            if rates[f.path] and withdraw:
+                continue
+            if not rates[f.path]:
+                f.message += (f": every frame query still lands on its own frame within tolerance_s (loads; the "
+                              f"frames are read at info.json's {ctx.dataset.fps:g} fps)")
+                f.group = f.message
+        kept.append(f)
+    ctx.findings[:] = kept
 
 
 def _landing(i, ep_ids, slot, k, queries, dist, frames, j, owner, starts, positional, key) -> _Query:

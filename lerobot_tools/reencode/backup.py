@@ -25,7 +25,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from lerobot_tools._io import atomic_write_text, fsync_dir, load_json_file
+from lerobot_tools._io import (
+    atomic_path,
+    atomic_write_text,
+    fsync_dir,
+    load_json_file,
+    loads_json,
+    read_capped,
+    read_text_capped,
+)
 from lerobot_tools._lock import LRTOOL_DIR
 from lerobot_tools.errors import LrtoolError
 
@@ -51,6 +59,36 @@ def new_run_dir(root: Path) -> Path:
     return Path(root) / REENCODE_DIR / f"{stamp}-{os.getpid()}"
 
 
+def owned_path(root: Path, rel: str | PurePosixPath) -> Path:
+    """``root / rel`` for writing: every part of ``rel`` that exists is a real file or folder (no symlink), and the
+    whole resolves inside the dataset, so a write or a folder made there lands in the dataset and nowhere else.
+
+    Every path reencode writes goes through it (the videos, the backups and records under ``.lrtool/reencode/``,
+    ``meta/info.json`` and its saved original, the lock beside them), as does the folder whose stale temporary files
+    are removed.
+
+    Args:
+        root: the dataset folder (it may itself be reached through a symlink).
+        rel: a relative path inside it (``/``-separated).
+
+    Raises:
+        LrtoolError: a part is a symlink (the message names that part), or the path leaves the dataset.
+    """
+    root = Path(root)
+    parts = PurePosixPath(rel).parts
+    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+        raise LrtoolError(f"{rel!s} is not a path inside the dataset: not written")
+    p = root
+    for part in parts:
+        p = p / part
+        if p.is_symlink():
+            raise LrtoolError(f"{p.relative_to(root).as_posix()} is a symlink: reencode writes only real files and "
+                              "folders inside the dataset")
+    if not p.resolve().is_relative_to(root.resolve()):
+        raise LrtoolError(f"{rel!s} resolves outside the dataset: not written")
+    return p
+
+
 def _contained(root: Path, rel: str) -> Path:
     """``root / rel`` when ``rel`` is a plain relative path inside the dataset and outside ``.lrtool/``.
 
@@ -71,12 +109,13 @@ def swap_in(root: Path, rel: str, new: Path, run_dir: Path | None, *, original_s
     ``run_dir`` (None: drop it). Returns the backup's path relative to the root, or None.
 
     Raises:
+        LrtoolError: the video or its backup would be written through a symlink (:func:`owned_path`); nothing written.
         OSError: the backup or the replacement could not be made (the original is then in place, untouched).
     """
-    path = Path(root) / rel
+    path = owned_path(root, rel)
     backup = None
     if run_dir is not None:
-        backup = run_dir / "files" / rel
+        backup = owned_path(root, (run_dir / "files" / rel).relative_to(root).as_posix())
         backup.parent.mkdir(parents=True, exist_ok=True)
         if backup.exists() and not os.path.samefile(backup, path):
             backup.unlink()
@@ -106,13 +145,22 @@ def swap_in(root: Path, rel: str, new: Path, run_dir: Path | None, *, original_s
     return backup.relative_to(root).as_posix() if backup is not None else None
 
 
-def save_info(root: Path, run_dir: Path, new_text: str) -> None:
-    """Before ``info.json`` is rewritten by a run: keep its original once per run, and the new text's digest."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    orig = run_dir / "info.json.orig"
+def save_info(root: Path, run_dir: Path, old_text: str, new_text: str) -> None:
+    """Before ``info.json`` is rewritten by a run: keep its original text (the one ``new_text`` was made from) once
+    per run, and the new text's digest, each written atomically (a run killed while saving leaves no partial original
+    for ``--undo`` to restore).
+
+    Raises:
+        LrtoolError: the run folder is reached through a symlink (:func:`owned_path`).
+        OSError: they cannot be written.
+    """
+    run_rel = run_dir.relative_to(root).as_posix()
+    owned_path(root, run_rel).mkdir(parents=True, exist_ok=True)
+    orig = owned_path(root, f"{run_rel}/info.json.orig")
     if not orig.exists():
-        shutil.copy2(Path(root) / "meta" / "info.json", orig)
-    atomic_write_text(run_dir / "info.json.new.sha256", hashlib.sha256(new_text.encode("utf-8")).hexdigest() + "\n")
+        atomic_write_text(orig, old_text)
+    atomic_write_text(owned_path(root, f"{run_rel}/info.json.new.sha256"),
+                      hashlib.sha256(new_text.encode("utf-8")).hexdigest() + "\n")
 
 
 @dataclass
@@ -174,24 +222,44 @@ def undo(root: Path, report: UndoReport) -> UndoReport:
                 report.restored.append(rel)
             except (LrtoolError, OSError, KeyError, TypeError, ValueError) as exc:
                 report.refused.append(f"{rec_path.relative_to(root)}: {exc}")
-        orig, digest = run / "info.json.orig", run / "info.json.new.sha256"
-        info = Path(root) / "meta" / "info.json"
-        if orig.is_file() and digest.is_file():
-            written = digest.read_text().strip()
-            if info.is_file() and hashlib.sha256(info.read_bytes()).hexdigest() == written:
-                atomic_write_text(info, orig.read_text(encoding="utf-8"))
-                report.info_restored = True
-                orig.unlink()
-                digest.unlink()
-            elif info.is_file() and info.read_bytes() == orig.read_bytes():
-                orig.unlink()
-                digest.unlink()
+        try:
+            _undo_info(root, run, report)
+        except (LrtoolError, OSError, ValueError) as exc:
+            report.refused.append(f"meta/info.json: {exc}; kept, its original stays in {run.relative_to(root)}")
         _prune(run)
     with contextlib.suppress(OSError):
         base.rmdir()
     with contextlib.suppress(OSError):
         base.parent.rmdir()  # .lrtool/, when nothing else (a repair backup, the lock) is in it
     return report
+
+
+def _undo_info(root: Path, run: Path, report: UndoReport) -> None:
+    """Restore a run's original ``info.json`` when the current one is the text the run wrote: an atomic rewrite,
+    verified (the saved original must parse as a JSON object, and the file must read back as it)."""
+    orig, digest = run / "info.json.orig", run / "info.json.new.sha256"
+    if not (orig.is_file() and digest.is_file()):
+        return
+    info = owned_path(root, "meta/info.json")
+    written = read_text_capped(digest, digest.name, limit=1024).strip()
+    current = read_capped(info, name="meta/info.json") if info.is_file() else None
+    saved = read_capped(orig, name=orig.name)
+    if current is not None and hashlib.sha256(current).hexdigest() == written:
+        parsed = loads_json(saved, orig.name)
+        if not isinstance(parsed, dict):
+            raise LrtoolError(f"the saved original {orig.name} is not a JSON object")
+
+        def verify(tmp: Path) -> None:
+            if tmp.read_bytes() != saved:
+                raise ValueError("meta/info.json does not read back as its saved original")
+
+        with atomic_path(info, verify=verify) as tmp:
+            tmp.write_bytes(saved)
+        report.info_restored = True
+    elif current != saved:
+        return  # changed since the re-encode: kept, and so is the original
+    orig.unlink()
+    digest.unlink()
 
 
 def _prune(run: Path) -> None:

@@ -54,18 +54,19 @@ class Work:
 def writable_file(root: Path, rel: str) -> Path:
     """The path of video ``rel`` for writing: a regular file inside the dataset, reached without a symlink.
 
-    The one call every writer of reencode makes before touching a file (the place for a shared "refuse symlinks
-    out of the dataset" rule).
+    The one call every writer of reencode makes before touching a video (the place for a shared "refuse symlinks
+    out of the dataset" rule); every other path it writes goes through
+    :func:`lerobot_tools.reencode.backup.owned_path`.
 
     Raises:
         LrtoolError: a symlink, or a path that resolves outside the dataset.
     """
+    from lerobot_tools.reencode.backup import owned_path
+
     path = Path(root) / rel
     if path.is_symlink():
         raise LrtoolError("a symlink: reencode replaces regular files inside the dataset only", rel)
-    if not path.resolve().is_relative_to(Path(root).resolve()):
-        raise LrtoolError("resolves outside the dataset (a symlinked folder): not written", rel)
-    return path
+    return owned_path(root, rel)
 
 
 def reencode_one(w: Work, tick=None) -> FileResult:
@@ -80,6 +81,8 @@ def reencode_one(w: Work, tick=None) -> FileResult:
     tmp = None
     try:
         path = writable_file(root, w.relpath)
+        if w.run_dir:  # where its original will be kept: refused before any work, not after the encode
+            backup.owned_path(root, (Path(w.run_dir) / "files" / w.relpath).relative_to(root).as_posix())
         res.bytes_before = path.stat().st_size
         for stale in path.parent.glob(f"{_io.TMP_PREFIX}*-{path.name}"):  # a killed run's temporary file
             stale.unlink()
@@ -155,7 +158,14 @@ def plan_dataset(target, options: ReencodeOptions, encoder: str, gpu, index: int
         dres.notes.append("no video files")
         return dres, []
     if clean:
-        stale = _io.clean_stale_temps(root / "videos", dry_run=options.dry_run) if (root / "videos").is_dir() else []
+        from lerobot_tools.reencode.backup import owned_path
+
+        try:  # a videos/ symlinked elsewhere is not swept: the temporary files there are not this dataset's
+            videos = owned_path(root, "videos")
+        except LrtoolError as exc:
+            videos = None
+            dres.notes.append(f"temporary files not removed: {exc.message}")
+        stale = _io.clean_stale_temps(videos, dry_run=options.dry_run) if videos and videos.is_dir() else []
         if stale:
             dres.notes.append(f"{'would remove' if options.dry_run else 'removed'} {len(stale)} temporary file(s) of "
                               "an interrupted run")
@@ -206,7 +216,9 @@ def update_info(root: Path, options: ReencodeOptions, run_dir: Path | None) -> l
     """
     import filelock
 
-    lock_dir = Path(root) / ".lrtool"
+    from lerobot_tools.reencode.backup import owned_path
+
+    lock_dir = owned_path(root, ".lrtool")
     lock_dir.mkdir(exist_ok=True)
     lock_path = lock_dir / "reencode-info.lock"
     with filelock.FileLock(str(lock_path), timeout=options.lock_timeout):
@@ -255,17 +267,18 @@ def _update_info_locked(root: Path, options: ReencodeOptions, run_dir: Path | No
             done.append(key)
     if not done:
         return []
-    path = Path(root) / "meta" / "info.json"
-    old_text = path.read_text(encoding="utf-8")
+    from lerobot_tools.reencode.backup import owned_path, save_info
+
+    path = owned_path(root, "meta/info.json")
+    old_text = _io.read_text_capped(path, "meta/info.json")
     text = dump_like(old_text, new)
     keys_preserved(info, json.loads(text))
     if run_dir is not None and not options.dry_run:
-        from lerobot_tools.reencode.backup import save_info
-
-        save_info(root, run_dir, text)
+        save_info(root, run_dir, old_text, text)
     if not options.dry_run:
-        def verify(tmp: Path) -> None:
-            if json.loads(tmp.read_text(encoding="utf-8")) != json.loads(text):
+        def verify(tmp: Path) -> None:  # the exact text, and the JSON the plan made
+            data = tmp.read_bytes()
+            if data != text.encode("utf-8") or json.loads(data) != json.loads(text):
                 raise ValueError("meta/info.json does not read back as planned")
 
         with _io.atomic_path(path, verify=verify) as tmp:

@@ -372,8 +372,13 @@ class TimingCauses:
             timescale, ``rounded_by`` the largest distance from the grid (seconds).
         average_fps: frames / (end - first PTS): what torchcodec's header-based ``average_fps`` estimates.
         edit: the edit list applied (:attr:`FrameTimes.edit`).
-        rate: the file's frames are spaced at this rate (:func:`nominal_rate`), more than 1 % away from ``fps``:
-            another frame rate altogether; the other causes are then not looked for.
+        rate: the file's frames are spaced at this rate (:func:`nominal_rate`), more than 1 % away from ``fps``
+            (another frame rate altogether), or closer but at a constant step that no rounding of ``1 / fps`` to the
+            timescale explains and that drifts more than ``tolerance_s`` off the grid over the file (29.97 fps
+            under ``fps`` 30); the other causes are then not looked for. Frames without a common step are never
+            another rate: their steps name the cause (dropped frames, a variable frame rate).
+        mean_rate: frames without a common step whose least-squares rate (:func:`nominal_rate`) is more than 1 %
+            away from ``fps``: said with the variable frame rate.
         fps: the dataset's frame rate the times were compared with.
     """
 
@@ -391,6 +396,7 @@ class TimingCauses:
     average_fps: float | None = None
     edit: str | None = None
     rate: float | None = None
+    mean_rate: float | None = None
     fps: float | None = None
 
     @property
@@ -404,7 +410,7 @@ class TimingCauses:
         out = []
         if self.rate:
             out.append(f"another frame rate: the frames are spaced at {self.rate:.3f} fps, not info.json's "
-                       f"{self.fps:g} (F009)")
+                       f"{self.fps:g}")
         if abs(self.start_s) > ON_GRID_S:
             out.append(f"start offset: the first frame is at {self.start_s:.6f} s, not 0"
                        + (f" ({self.start_note})" if self.start_note else ""))
@@ -416,8 +422,9 @@ class TimingCauses:
                        f"one (first at {self.duplicated_at:.4f} s)")
         if self.irregular:
             shown = ", ".join(f"{s * 1000:.2f}" for s in self.steps)
+            mean = f", {self.mean_rate:.3f} fps on average" if self.mean_rate else ""
             out.append(f"variable frame rate: {self.irregular} step(s) are not a whole number of frame periods "
-                       f"(steps seen: {shown} ms; first at {self.irregular_at:.4f} s)")
+                       f"(steps seen: {shown} ms{mean}; first at {self.irregular_at:.4f} s)")
         if self.rounded:
             out.append(f"the time base cannot hold 1/fps: frame times are rounded, up to {self.rounded_by:.2e} s off "
                        "the grid")
@@ -438,13 +445,22 @@ def analyse(ft: FrameTimes, fps: float, tolerance_s: float) -> TimingCauses:
     res.average_fps = len(t) / span if span > 0 else None
     if len(t) < 2:
         return res
-    nominal = nominal_rate(ft)
-    if nominal and abs(nominal - fps) > 0.01 * fps:  # another frame rate altogether (validate's F009 names it too)
-        res.rate = nominal
-        return res
     period = 1.0 / fps
     steps = np.diff(t)
     exact_step = ft.timescale / fps
+    step = _constant_step(ft)
+    if step is not None:  # evenly spaced (up to a few dropped or duplicated frames): at which rate?
+        rate = ft.timescale / step
+        if abs(rate - fps) > 0.01 * fps:  # another frame rate altogether (validate's F009 threshold)
+            res.rate = rate
+            return res
+        if abs(step - exact_step) >= 1 and (len(t) - 1) * abs(step / ft.timescale - period) > max(tolerance_s,
+                                                                                                 ON_GRID_S):
+            res.rate = rate  # a close rate: a rounding to the timescale stays within a tick of the exact step
+            return res
+    else:
+        nominal = nominal_rate(ft)  # no common step: the least-squares rate, said with the variable rate
+        res.mean_rate = nominal if nominal and abs(nominal - fps) > 0.01 * fps else None
     res.rounded = exact_step != int(exact_step)
     tol = max(tolerance_s, ON_GRID_S)
     dup = steps < period / 2
@@ -472,6 +488,19 @@ def analyse(ft: FrameTimes, fps: float, tolerance_s: float) -> TimingCauses:
     return res
 
 
+def _constant_step(ft: FrameTimes) -> int | None:
+    """The step (ticks) at least 3 in 4 of the file's steps take (a constant rate with a few dropped or duplicated
+    frames), or None (fewer than two frames, or no such step)."""
+    if ft.count < 2:
+        return None
+    steps = np.diff(ft.ticks)
+    if steps[0] > 0 and (steps == steps[0]).all():  # a constant rate: the common case, without sorting
+        return int(steps[0])
+    values, counts = np.unique(steps, return_counts=True)
+    top = int(np.argmax(counts))
+    return int(values[top]) if counts[top] * 4 >= 3 * len(steps) and values[top] > 0 else None
+
+
 def nominal_rate(ft: FrameTimes) -> float | None:
     """The rate a file's frames are spaced at: ``timescale / step`` for the step at least 3 in 4 steps take (a
     constant rate with a few dropped or duplicated frames), else the inverse of the least-squares slope of the
@@ -479,13 +508,9 @@ def nominal_rate(ft: FrameTimes) -> float | None:
     than two frames."""
     if ft.count < 2:
         return None
-    steps = np.diff(ft.ticks)
-    if steps[0] > 0 and (steps == steps[0]).all():  # a constant rate: the common case, without sorting
-        return ft.timescale / float(steps[0])
-    values, counts = np.unique(steps, return_counts=True)
-    top = int(np.argmax(counts))
-    if counts[top] * 4 >= 3 * len(steps) and values[top] > 0:
-        return ft.timescale / float(values[top])
+    step = _constant_step(ft)
+    if step is not None:
+        return ft.timescale / float(step)
     k = np.arange(ft.count, dtype=np.float64)
     k -= k.mean()
     t = ft.ticks.astype(np.float64)

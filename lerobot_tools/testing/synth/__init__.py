@@ -24,8 +24,8 @@ What is reproduced, per codebase version (sources: docs/format.md, derived from
   ``meta/episodes.jsonl``, ``meta/episodes_stats.jsonl``, ``meta/tasks.jsonl``, ``meta/stats.json``.
 * v3.0: ``data/chunk-XXX/file-YYY.parquet`` and ``videos/<key>/chunk-XXX/file-YYY.mp4`` holding
   ``episodes_per_file`` episodes each (each episode is encoded on its own and the episodes are joined
-  with the ffmpeg concat demuxer by stream copy, as lerobot does, so every episode starts on a
-  keyframe), ``meta/episodes/chunk-000/file-000.parquet`` (``pa.Table.from_pydict`` types, one row
+  by stream copy through PyAV's concat demuxer, as lerobot does, so every episode starts on a
+  keyframe and every frame on exactly ``k / fps``), ``meta/episodes/chunk-000/file-000.parquet`` (``pa.Table.from_pydict`` types, one row
   group per 10 episodes, ``stats/<feature>/<stat>`` columns), ``meta/tasks.parquet`` written by pandas
   (task string as the index named ``task``), ``meta/stats.json``.
 
@@ -34,10 +34,10 @@ blocks that encode (episode, frame) and survives lossy coding; :func:`read_frame
 from a decoded frame.
 
 Importing this module loads numpy and pyarrow only; pandas is imported when ``tasks.parquet`` is
-written. Videos need the ``ffmpeg`` executable (encoders libx264, libsvtav1, libx265).
+written. Videos need the ``ffmpeg`` executable (encoders libx264, libsvtav1, libx265); v3.0 joins need PyAV.
 
 Modules: :mod:`.spec` (:class:`SynthSpec`, path templates and defaults), :mod:`.frames` (frame content),
-:mod:`.video` (ffmpeg encoding and joins), :mod:`.columns` (data columns, Arrow schema, ``huggingface`` metadata,
+:mod:`.video` (ffmpeg encoding, PyAV joins), :mod:`.columns` (data columns, Arrow schema, ``huggingface`` metadata,
 parquet writer), :mod:`.stats` (per-episode and aggregated statistics), :mod:`.build` (:func:`build_dataset` and
 the v2.1 / v3.0 layout writers). Everything public is importable from this package.
 """

@@ -169,8 +169,7 @@ def _segment_drift(root: Path) -> None:
 
     build_dataset(root, DRIFT_SPEC)
     key = DRIFT_SPEC.video_keys[0]
-    # the file itself encoded in one go, every frame exactly on k / 30 s (FFmpeg 5.1's concat demuxer would add a
-    # millisecond drift of its own at 30 fps: the synthetic writer's joins are exact at 10 fps only)
+    # the file itself encoded in one go, every frame exactly on k / 30 s (as the synthetic writer's joins are too)
     eps = [e for e, n in enumerate(DRIFT_SPEC.episode_lengths) for _ in range(n)]
     ks = [k for n in DRIFT_SPEC.episode_lengths for k in range(n)]
     write_timed_video(root / "videos" / key / "chunk-000" / "file-000.mp4", eps, ks, [i * 512 for i in range(len(ks))],

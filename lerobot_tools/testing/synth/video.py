@@ -1,5 +1,5 @@
-"""Video encoding with the system ``ffmpeg``: one episode per mp4 (:func:`encode_video`) and stream-copy joins
-(:func:`concat_videos`)."""
+"""Video encoding with the system ``ffmpeg``: one episode per mp4 (:func:`encode_video`); stream-copy joins with
+PyAV, as lerobot does (:func:`concat_videos`)."""
 
 from __future__ import annotations
 
@@ -136,29 +136,50 @@ def encode_video(
     _run_ffmpeg(cmd, path, chunks())
 
 
-def concat_videos(out: Path, parts: Sequence[Path], ffmpeg: str = "ffmpeg") -> None:
-    """Join mp4 files by stream copy with the ffmpeg concat demuxer (lerobot ``concatenate_video_files``).
+def concat_videos(out: Path, parts: Sequence[Path]) -> None:
+    """Join mp4 files by stream copy through PyAV's concat demuxer, as lerobot 0.4.4 ``concatenate_video_files``
+    (``datasets/video_utils.py``) does.
 
-    The parts must share codec, resolution and pix_fmt. Each part keeps its own keyframes, so every
-    part starts on a keyframe in the output, and part *k* starts at the summed durations of parts
-    ``0 … k-1``.
+    The parts must share codec, resolution and pix_fmt. Each part keeps its own keyframes, so every part starts on a
+    keyframe in the output, and part *k* starts at the summed durations of parts ``0 … k-1``. The FFmpeg that PyAV
+    carries (libavformat 62, FFmpeg 8) keeps every packet's timestamp in the stream's own time base, so an episode of
+    ``n`` frames at an integer ``fps`` moves the next one by exactly ``n`` frame periods (the system FFmpeg 5.1's
+    concat demuxer rounds each part's start to microseconds: steps of 33.66 ms at the joins of a 30 fps file).
+    The output is written to a temporary file beside ``out`` and renamed over it.
 
     Raises:
-        LrtoolError: ffmpeg is missing or fails.
+        ValueError: no parts.
+        LrtoolError: a part cannot be read or the output cannot be written (PyAV's message).
     """
-    exe = _ffmpeg(ffmpeg)
+    import av  # lazily: only v3.0 videos need it
+
     out = Path(out)
+    if not parts:
+        raise ValueError("concat_videos: no parts")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, dir=out.parent) as f:
+    with tempfile.NamedTemporaryFile("w", suffix=".ffconcat", delete=False, dir=out.parent) as f:
+        f.write("ffconcat version 1.0\n")
         for p in parts:
             q = str(Path(p).resolve()).replace("'", "'\\''")
             f.write(f"file '{q}'\n")
         listing = f.name
+    tmp = out.with_name(f".{out.name}.concat.mp4")
     try:
-        cmd = [
-            exe, "-hide_banner", "-loglevel", "error", "-y", "-f", "concat", "-safe", "0",
-            "-i", listing, "-c", "copy", "-movflags", "+faststart", str(out),
-        ]  # fmt: skip
-        _run_ffmpeg(cmd, out)
+        with av.open(listing, "r", format="concat", options={"safe": "0"}) as src, \
+                av.open(str(tmp), "w", format="mp4", options={"movflags": "faststart"}) as dst:
+            streams = {}
+            for s in src.streams:
+                if s.type == "video":
+                    streams[s.index] = dst.add_stream_from_template(template=s, opaque=True)
+                    streams[s.index].time_base = s.time_base
+            for packet in src.demux():
+                if packet.dts is None or packet.stream.index not in streams:  # flush packets, other streams
+                    continue
+                packet.stream = streams[packet.stream.index]
+                dst.mux(packet)
+        os.replace(tmp, out)
+    except (av.FFmpegError, OSError) as exc:
+        raise LrtoolError(f"joining {len(parts)} episode videos failed: {exc}", out) from exc
     finally:
         os.unlink(listing)
+        tmp.unlink(missing_ok=True)
