@@ -695,10 +695,15 @@ def test_g004_stats_json_without_count_is_a_warning_and_still_checked(tmp_path):
     ctx = _run(root)
     assert _found(ctx) == [("G004", "warning", STATS, "'action' lacks count (only lerobot's aggregate_stats reads count, "
                             "when datasets are merged or episodes are recorded into it; loading does not)",
-                            "statistics entries are incomplete or have the wrong shape", {"feature": "action"})]
+                            None, {"feature": "action"})]
     assert "action" in ctx.stats_facts.global_stats and (None, "action") not in ctx.stats_facts.untrusted
     _edit_json(root / STATS, lambda s: s["action"].update(std=[5.0, 5.0, 5.0]))
-    assert [f[0] for f in _found(_run(root))] == ["G004", "G005"]
+    assert [f[0] for f in _found(_run(root))] == ["G005", "G004"]  # the count is said once, after the entries
+    # several entries without count: one finding naming them (one cause, the writer left count out)
+    _edit_json(root / STATS, lambda s: [v.pop("count", None) for v in s.values()])
+    (g004,) = [f for f in _found(_run(root)) if f[0] == "G004"]
+    assert g004[3].startswith("'action' lacks count; so do 'observation.state', 'timestamp', 'frame_index' ...") \
+        and g004[1] == "warning" and len(g004[5]["feature"]) == 7
 
 
 def test_g004_entries_whose_statistics_disagree_on_the_shape(tmp_path):

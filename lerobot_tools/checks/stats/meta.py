@@ -100,6 +100,22 @@ class _Checker:
         #: ``(finding, statistics)`` of the last entry's G005 (std vs range only) or G006 finding, which the
         #: deep pass may withdraw
         self.last_inconsistent: tuple[object, set[str]] | None = None
+        #: ``(feature, problem, path)`` of stats.json entries whose only problem is their ``count``
+        self.countless: list[tuple[str, str, str | None]] = []
+
+    def report_countless(self) -> None:
+        """One G004 warning for every stats.json entry whose only problem is ``count`` (one cause: the writer
+        left it out), naming the features."""
+        if not self.countless:
+            return
+        names = [n for n, _, _ in self.countless]
+        first, text, path = self.countless[0]
+        more = f"; so do {', '.join(repr(n) for n in names[1:4])}" + (" ..." if len(names) > 4 else "") \
+            if len(names) > 1 else ""
+        self.ctx.emit("G004", f"{text}{more} (only lerobot's aggregate_stats reads count, when datasets are merged "
+                      "or episodes are recorded into it; loading does not)", path, severity="warning",
+                      feature=names if len(names) > 1 else first)
+        self.countless = []
 
     def entry(self, where: str | None, path: str | None, name: str, raw, *, episode: int | None, severity: str | None,
               hazard_severity: str | None, count_expected: int | None, shape_severity: str | None = None,
@@ -160,8 +176,11 @@ class _Checker:
                 why = (" (only lerobot's aggregate_stats reads count, when datasets are merged or episodes are "
                        "recorded into it; loading does not)")
             text = problems[0][0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
-            ctx.emit("G004", f"{where}{text}{why}", path, severity=sev,
-                     group=f"{scope} entries are incomplete or have the wrong shape", **subj)
+            if count_only and episode is None and not shape_severity:
+                self.countless.append((name, text, path))  # said once for all features (:meth:`report_countless`)
+            else:
+                ctx.emit("G004", f"{where}{text}{why}", path, severity=sev,
+                         group=f"{scope} entries are incomplete or have the wrong shape", **subj)
             if not count_only or shape_severity or "count" in unreadable or not isinstance(raw, dict):
                 return None, False
             stats["count"] = np.asarray([frames_hint or count_expected or -1], dtype=np.int64)
@@ -444,6 +463,7 @@ def run(ctx: CheckContext) -> None:
                          STATS_PATH, group="normalised features have no statistics", feature=name)
         if not v21:
             facts.global_source = STATS_PATH
+    chk.report_countless()
     if stale:
         facts.stale.update(n for n, _ in stale)
         why = "lerobot 0.3 ignores it for v2.1, other tools may not" if v21 else \
