@@ -1065,8 +1065,15 @@ def test_tolerance_components():
     tol = compute.tolerance(m, np.int64)
     np.testing.assert_allclose(tol.minmax, [1e-12, 1e-12], rtol=1e-15)
     np.testing.assert_allclose(tol.mean, 0.01 * std + 160 * EPS64 * scale + 1e-12, rtol=1e-15)
+    # float64 data: summed in float64, but its statistics are held to float32 resolution (writers store float32)
     empty = compute.tolerance(compute.Moments(0, np.zeros(1), np.zeros(1), np.zeros(1), np.ones(1)), np.float64)
-    np.testing.assert_allclose(empty.mean, 16 * EPS64 * 1.0 + EPS64 + 1e-12, rtol=1e-15)  # sqrt(max(n, 1))
+    np.testing.assert_allclose(empty.mean, 16 * EPS64 * 1.0 + EPS32 + 1e-12, rtol=1e-15)  # sqrt(max(n, 1))
+    np.testing.assert_allclose(empty.minmax, EPS32 + 1e-12, rtol=1e-15)
+    # the rounding lerobot's float32 one-pass variance leaves on a std: 16 (log2 n + 2) eps32 scale^2
+    tol = compute.tolerance(m, np.int64)  # integers: np.mean sums them in float64
+    np.testing.assert_allclose(tol.std_var, 16 * (math.log2(100) + 2) * EPS64 * scale ** 2, rtol=1e-12)
+    tol = compute.tolerance(m, np.float32)
+    np.testing.assert_allclose(tol.std_var, 16 * (math.log2(100) + 2) * EPS32 * scale ** 2, rtol=1e-12)
 
 
 def test_disagreement_text():

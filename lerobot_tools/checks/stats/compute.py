@@ -46,6 +46,14 @@ def float_eps(dtype) -> float:
     return float(np.finfo(dt).eps) if dt.kind == "f" else 0.0
 
 
+def stats_eps(dtype) -> float:
+    """Relative rounding a stored statistic may carry: the column's own (:func:`float_eps`), and at least float32's
+    for float64 data, whose statistics writers compute or store in float32 (GR00T's stats.json holds float64
+    timestamps' max as the float32 value, 4.8e-07 off at 23.5): below float32 resolution is never a finding."""
+    e = float_eps(dtype)
+    return max(e, float(np.finfo(np.float32).eps)) if e else e
+
+
 def accumulation_eps(dtype) -> float:
     """Epsilon of the arithmetic a writer uses on a column: float32 for float16/float32 data (numpy keeps
     the dtype), float64 for float64 and integer data (``np.mean`` of integers is float64)."""
@@ -246,7 +254,7 @@ def screen(stored: dict[str, np.ndarray], n: np.ndarray, mean: np.ndarray, m2: n
     stored), True when min/max/mean/std all agree within :func:`tolerance`. Rows that fail go through
     :func:`compare` one by one for the details."""
     scale = np.maximum(np.abs(mn), np.abs(mx))
-    e_s = float_eps(storage_dtype)
+    e_s = stats_eps(storage_dtype)
     e_a = accumulation_eps(storage_dtype)
     nn = n.astype(np.float64)[:, None]
     std = np.sqrt(np.maximum(m2, 0.0) / nn)
@@ -530,7 +538,7 @@ def tolerance(m: Moments, storage_dtype, stored_min: np.ndarray | None = None,
     """The :class:`Tolerance` for comparing stored statistics with the actual moments ``m`` of a column whose
     values are stored as ``storage_dtype``."""
     scale = np.maximum(np.abs(m.min), np.abs(m.max))
-    e_s = float_eps(storage_dtype)
+    e_s = stats_eps(storage_dtype)
     e_a = accumulation_eps(storage_dtype)
     std = m.std()
     round_s = e_s * scale + 1e-12
