@@ -24,6 +24,8 @@ Commands (``--commands``, comma-separated; default all), each a subprocess of th
   v2.x the folder given by ``--lerobot-v21`` holding a lerobot 0.3.x ``lerobot`` package, e.g. the unpacked wheel of
   ``pip download lerobot==0.3.3 --no-deps``), offline: construction, three samples, and each camera's stored
   ``mean``/``std`` broadcast against a (2, C, H, W) batch as lerobot's normaliser does. Skipped when unavailable.
+  (lerobot 0.3.3 predates datasets 4: beside it, its ``torch.stack(hf_dataset["timestamp"])`` raises TypeError on
+  any v2.x dataset once the files are found, so for v2.x only what fails before that stage is meaningful.)
 
 Recorded per command: exit status, seconds, findings (check ID, severity, subject, path), the traceback if any.
 ``--json OUT`` writes everything; ``--from-json OUT`` rescores a saved run without running anything;
@@ -206,8 +208,9 @@ def findings_of(doc: dict | None, command: str) -> list[dict]:
         for f in items or []:
             paths = list(f.get("paths") or ([f["path"]] if f.get("path") else []))
             check = f.get("check") or f"DD:{f.get('kind')}"
-            out.append({"check": check, "severity": f.get("severity"), "path": f.get("path") or (paths[:1] or [None])[0],
-                        "paths": paths, "subject": f.get("subject") or {}, "count": f.get("count"),
+            out.append({"check": check, "severity": f.get("severity"),
+                        "path": f.get("path") or (paths[:1] or [None])[0], "paths": paths,
+                        "subject": f.get("subject") or {}, "count": f.get("count"),
                         "message": (f.get("message") or "")[:300]})
         if command == "diagnose" and ds.get("error"):
             out.append({"check": "DD:dataset-error", "severity": "error", "path": None, "paths": [], "subject": {},
@@ -402,7 +405,8 @@ def disagreements(res: dict) -> list[str]:
         out.append(f"validate finds no error but upstream lerobot raises ({up.get('stage')}): {up.get('error')}")
     diag = res.get("diagnose")
     if diag and val and diag.get("json") and val.get("json"):
-        d_checks = {f["check"] for f in diag["findings"] if f["severity"] == "error" and not f["check"].startswith("DD:")}
+        d_checks = {f["check"] for f in diag["findings"]
+                    if f["severity"] == "error" and not f["check"].startswith("DD:")}
         v_video = {f["check"] for f in val["findings"] if f["severity"] == "error"
                    and (f["check"].startswith("I") or any(str(p).startswith("videos/") for p in f["paths"]))}
         for c in sorted(d_checks - {f["check"] for f in val["findings"]}):

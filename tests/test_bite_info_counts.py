@@ -27,6 +27,8 @@ from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 
 INFO = "meta/info.json"
+#: the note of a v2.x C002: lerobot 0.3.3 counts the rows it loads, total_frames is only written
+V2_C002 = " (a warning: lerobot 0.3.3 counts the rows it loads, not total_frames)"
 EPS_V2 = "meta/episodes.jsonl"
 EPS_V3 = "meta/episodes/chunk-000/file-000.parquet"
 V3_DATA = ("data/chunk-000/file-000.parquet", "data/chunk-000/file-001.parquet")
@@ -867,7 +869,7 @@ def test_c005_one_episode_per_file(tmp_path):
     assert _lengths(tmp_path, "v2.1", (20, 15, 25)) == []
     assert _lengths(tmp_path, "v2.1", (20, 15, 24), name="b") == [
         ("C005", V2_DATA[2], "episode 2 has length 24 but its file has 25 rows", 1, {"episode": 2}),
-        ("C002", INFO, "total_frames is 60 but the episode lengths sum to 59 (a warning: lerobot 0.3.3 counts the rows it loads, not total_frames)", 1,
+        ("C002", INFO, "total_frames is 60 but the episode lengths sum to 59" + V2_C002, 1,
          {"key": "total_frames"}),
     ]
     # two files off by one each way: grouped; the lengths still sum to total_frames
@@ -903,7 +905,7 @@ def test_c002_when_a_data_file_is_missing(tmp_path):
     assert _lengths(tmp_path, "v2.1", (20, 15, 25), delete=[V2_DATA[0]]) == []
     assert _lengths(tmp_path, "v2.1", (20, 15, 25), name="b", delete=[V2_DATA[0]], total_frames=61) == [
         ("C002", INFO, "total_frames is 61 but the episode lengths sum to 60 (data files not all readable)"
-                       " (a warning: lerobot 0.3.3 counts the rows it loads, not total_frames)", 1, {"key": "total_frames"})]
+                       + V2_C002, 1, {"key": "total_frames"})]
     assert _lengths(tmp_path, "v2.1", (20, None, 25), name="c", delete=[V2_DATA[0]], total_frames=61) == []
     # the files that are there are still compared, past the missing one
     assert _lengths(tmp_path, "v2.1", (20, 15, 24), name="d", delete=[V2_DATA[0]], total_frames=59) == [
@@ -935,7 +937,7 @@ def test_layout_counts_v2_files_past_total_episodes(tmp_path):
         ("C001", "error", INFO, "total_episodes is 2 but data/ holds data files named for episode(s) 2, 3, 4, 5, 6 "
                                 "and 3 more as well", c1),
         ("C002", "warning", INFO, "total_frames is 20 but the 2 data file(s) data_path names for them hold 4 rows"
-                                  " (a warning: lerobot 0.3.3 counts the rows it loads, not total_frames)", c2),
+                                  + V2_C002, c2),
     ]
     assert _no_metadata(tmp_path, name="c6", total_episodes=4, total_frames=8) == [
         ("C001", "error", INFO, "total_episodes is 4 but data/ holds data files named for episode(s) 4, 5, 6, 7, 8 "
@@ -944,7 +946,7 @@ def test_layout_counts_v2_files_past_total_episodes(tmp_path):
         ("C001", "error", INFO, "total_episodes is 5 but data/ holds data files named for episode(s) 5, 6, 7, 8, 9 "
                                 "as well", c1),
         ("C002", "warning", INFO, "total_frames is 20 but the 5 data file(s) data_path names for them hold 10 rows"
-                                  " (a warning: lerobot 0.3.3 counts the rows it loads, not total_frames)", c2),
+                                  + V2_C002, c2),
     ]
     assert _no_metadata(tmp_path, name="d", total_episodes=9, total_frames=18) == [
         ("C001", "error", INFO, "total_episodes is 9 but data/ holds data files named for episode(s) 9 as well", c1)]
@@ -954,7 +956,7 @@ def test_layout_counts_total_frames(tmp_path):
     c2 = {"key": "total_frames"}
     assert _no_metadata(tmp_path, total_frames=21) == [
         ("C002", "warning", INFO, "total_frames is 21 but the 10 data file(s) data_path names for them hold 20 rows"
-                                  " (a warning: lerobot 0.3.3 counts the rows it loads, not total_frames)", c2)]
+                                  + V2_C002, c2)]
     # a missing expected file: the rows cannot be counted
     assert _no_metadata(tmp_path, name="b", total_frames=21, delete=["data/chunk-000/episode_000003.parquet"]) == []
     # no total_episodes: v2.x names no file, so none is counted

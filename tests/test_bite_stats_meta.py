@@ -351,8 +351,9 @@ def test_g001_v21_needs_the_per_episode_statistics_not_stats_json(tmp_path):
 def test_g001_v21_stats_json_without_per_episode_statistics_is_checked_against_total_frames(tmp_path):
     root = _build(tmp_path)
     (root / EPS_STATS).unlink()
-    g001 = ("G001", "error", EPS_STATS, f"{EPS_STATS} is missing ({STATS} exists but is not read for v2.1): {V21_NEEDS}",
-            None, {"file_kind": "episodes_stats"})
+    g001 = ("G001", "error", EPS_STATS,
+            f"{EPS_STATS} is missing ({STATS} exists but is not read for v2.1): {V21_NEEDS}", None,
+            {"file_kind": "episodes_stats"})
     assert _found(_run(root)) == [g001]
     _edit_json(root / STATS, lambda s: s["action"].update(count=[11]))
     ctx = _run(root)
@@ -693,8 +694,8 @@ def test_g004_stats_json_without_count_is_a_warning_and_still_checked(tmp_path):
     root = _build(tmp_path, "v3.0")
     _edit_json(root / STATS, lambda s: s["action"].pop("count"))
     ctx = _run(root)
-    assert _found(ctx) == [("G004", "warning", STATS, "'action' lacks count (only lerobot's aggregate_stats reads count, "
-                            "when datasets are merged or episodes are recorded into it; loading does not)",
+    assert _found(ctx) == [("G004", "warning", STATS, "'action' lacks count (only lerobot's aggregate_stats reads "
+                            "count, when datasets are merged or episodes are recorded into it; loading does not)",
                             None, {"feature": "action"})]
     assert "action" in ctx.stats_facts.global_stats and (None, "action") not in ctx.stats_facts.untrusted
     _edit_json(root / STATS, lambda s: s["action"].update(std=[5.0, 5.0, 5.0]))
@@ -771,7 +772,8 @@ def _g005(message: str) -> tuple:
     ({"mean": -0.5}, "'action'.mean[1] = -0.5 outside [min, max] = [0, 2]"),
     ({"std": -0.5}, "'action'.std[1] = -0.5 is negative (and 1 more)"),
     ({"std": 1.2}, "'action'.std[1] = 1.2 is larger than any 12 value(s) within [0, 2] can have (at most 1.04553)"),
-    ({"std": 0.3}, "'action'.std[1] = 0.3 is smaller than any 12 value(s) spanning [0, 2] can have (at least 0.407787)"),
+    ({"std": 0.3}, "'action'.std[1] = 0.3 is smaller than any 12 value(s) spanning [0, 2] can have "
+                   "(at least 0.407787)"),
 ], ids=["min-over-max", "mean-over-max", "mean-under-min", "std-negative", "std-too-large", "std-too-small"])
 def test_g005_messages_of_stats_json(tmp_path, dim1, message):
     assert _v20_entry(tmp_path, _entry(12, {**dim1}, quantiles=False)) == [_g005(message)]
@@ -787,9 +789,11 @@ def test_g005_first_problem_and_the_count_of_the_others(tmp_path):
 @pytest.mark.parametrize("count,std,message", [
     # one value: no sample correction, and the least std of values spanning [0, 2] is 2 / sqrt(2)
     (1, 1.0005, "'action'.std[1] = 1.0005 is smaller than any 1 value(s) spanning [0, 2] can have (at least 1.41279)"),
-    (1, 1.0015, "'action'.std[1] = 1.0015 is larger than any 1 value(s) within [0, 2] can have (at most 1.00101) (and 1 more)"),
+    (1, 1.0015, "'action'.std[1] = 1.0015 is larger than any 1 value(s) within [0, 2] can have (at most 1.00101) "
+                "(and 1 more)"),
     # a count of 0 is held to one value
-    (0, 1.0015, "'action'.std[1] = 1.0015 is larger than any 1 value(s) within [0, 2] can have (at most 1.00101) (and 1 more)"),
+    (0, 1.0015, "'action'.std[1] = 1.0015 is larger than any 1 value(s) within [0, 2] can have (at most 1.00101) "
+                "(and 1 more)"),
     # two values: up to a sample std of 2 / 2 * sqrt(2)
     (2, math.sqrt(2) * 1.0005, None),
     (2, math.sqrt(2) * 1.0015, "'action'.std[1] = 1.41633 is larger than any 2 value(s) within [0, 2] can have "
@@ -828,15 +832,16 @@ NOISE5 = _noisy_bounds(5, 0.0, 1.0)[0] + _round_std(1.0)
 @pytest.mark.parametrize("dim1_in,dim1_out,message", [
     ({"mean": 2 + 0.98 * S12}, {"mean": 2 + 1.02 * S12}, "'action'.mean[1] = 2.00002 outside [min, max] = [0, 2]"),
     ({"mean": -0.98 * S12}, {"mean": -1.02 * S12}, "'action'.mean[1] = -1.55188e-05 outside [min, max] = [0, 2]"),
-    ({"std": UP12 - 0.1 * RS2}, {"std": UP12 + 0.1 * RS2}, f"'action'.std[1] = {UP12 + 0.1 * RS2:.6g} is larger than "
-                                                          f"any 12 value(s) within [0, 2] can have (at most {UP12:.6g})"),
-    ({"std": math.sqrt(12 / 11) * 1.0009}, {"std": math.sqrt(12 / 11) * 1.0011}, "'action'.std[1] = 1.04561 is larger "
-                                                          f"than any 12 value(s) within [0, 2] can have (at most {UP12:.6g})"),
-    ({"std": LOW12 + 0.1 * RS2}, {"std": LOW12 - 0.1 * RS2}, f"'action'.std[1] = {LOW12 - 0.1 * RS2:.6g} is smaller "
-                                                            f"than any 12 value(s) spanning [0, 2] can have (at least "
-                                                            f"{LOW12:.6g})"),
-    ({"std": 2 / math.sqrt(24) * 0.9991}, {"std": 2 / math.sqrt(24) * 0.9985}, "'action'.std[1] = 0.407636 is smaller "
-                                                            f"than any 12 value(s) spanning [0, 2] can have (at least {LOW12:.6g})"),
+    ({"std": UP12 - 0.1 * RS2}, {"std": UP12 + 0.1 * RS2},
+     f"'action'.std[1] = {UP12 + 0.1 * RS2:.6g} is larger than any 12 value(s) within [0, 2] can have (at most "
+     f"{UP12:.6g})"),
+    ({"std": math.sqrt(12 / 11) * 1.0009}, {"std": math.sqrt(12 / 11) * 1.0011},
+     f"'action'.std[1] = 1.04561 is larger than any 12 value(s) within [0, 2] can have (at most {UP12:.6g})"),
+    ({"std": LOW12 + 0.1 * RS2}, {"std": LOW12 - 0.1 * RS2},
+     f"'action'.std[1] = {LOW12 - 0.1 * RS2:.6g} is smaller than any 12 value(s) spanning [0, 2] can have (at least "
+     f"{LOW12:.6g})"),
+    ({"std": 2 / math.sqrt(24) * 0.9991}, {"std": 2 / math.sqrt(24) * 0.9985},
+     f"'action'.std[1] = 0.407636 is smaller than any 12 value(s) spanning [0, 2] can have (at least {LOW12:.6g})"),
 ], ids=["mean-over-max", "mean-under-min", "std-upper-abs", "std-upper-rel", "std-lower-abs", "std-lower-rel"])
 def test_g005_tolerances_of_stats_json(tmp_path, dim1_in, dim1_out, message):
     inside = _v20_entry(tmp_path / "in", _entry(12, dim1_in, quantiles=False))
@@ -925,7 +930,8 @@ def _canary() -> tuple:
 
 @pytest.mark.parametrize("dim1_in,dim1_out,check,message", [
     ({"std": UP5 - 0.1 * RS2}, {"std": UP5 + 0.1 * RS2}, "G005",
-     f"'action'.std[1] = {UP5 + 0.1 * RS2:.6g} is larger than any 5 value(s) within [0, 2] can have (at most {UP5:.6g})"),
+     f"'action'.std[1] = {UP5 + 0.1 * RS2:.6g} is larger than any 5 value(s) within [0, 2] can have (at most "
+     f"{UP5:.6g})"),
     ({"std": math.sqrt(5 / 4) * 1.0009}, {"std": math.sqrt(5 / 4) * 1.0011}, "G005",
      f"'action'.std[1] = 1.11926 is larger than any 5 value(s) within [0, 2] can have (at most {UP5:.6g})"),
     ({"std": LOW5 + 0.1 * RS2}, {"std": LOW5 - 0.1 * RS2}, "G005",

@@ -479,7 +479,8 @@ _CHECKS = [
           "count values spanning [min, max]: at least (max-min)/sqrt(2 count), at most (max-min)/2 "
           "(sample-std convention allowed); float32 slack, and the rounding of lerobot 0.4's float32 "
           "E[x^2]-E[x]^2 (a stored variance within 16 (log2 n + 2) eps_float32 max|x|^2 of the bound, and within "
-          "2x of it; any such noise on a constant dimension, whose hazard is G009). Camera std is exempt from the lower bound: lerobot 0.4.x "
+          "2x of it; any such noise on a constant dimension, whose hazard is G009). "
+          "Camera std is exempt from the lower bound: lerobot 0.4.x "
           "squares uint8 pixels before widening them and stores a per-episode camera std of ~0, which lerobot's "
           "training replaces with ImageNet statistics by default (use_imagenet_stats).",
           "Normalisation uses a value that cannot describe the data: a stored std of 0 for a dimension that varies "

@@ -157,9 +157,9 @@ class _Checker:
                     if kind == "camera" and v.shape == (shapes[0][0],):
                         extra = (f": normalising a (B, {shapes[0][0]}, H, W) batch with it raises a size mismatch "
                                  "(lerobot 0.4.4 normalize_processor: (x - mean) / std)")
-                    problems.append((f"{_label(name, s)} has shape {v.shape}, expected {want} for a "
-                                     f"{'camera' if kind == 'camera' else 'feature of shape ' + str(tuple(feat.get('shape')))}"
-                                     f"{extra}", False))
+                    what = "camera" if kind == "camera" else f"feature of shape {tuple(feat.get('shape'))}"
+                    problems.append((f"{_label(name, s)} has shape {v.shape}, expected {want} for a {what}{extra}",
+                                     False))
         if not problems and "min" in stats:  # each may be a shape lerobot writes (rank >= 2: two); they must agree
             ref = stats["min"].shape
             problems = [(f"{_label(name, s)} has shape {v.shape} but {_label(name, 'min')} has shape {ref}", False)
