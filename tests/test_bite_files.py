@@ -258,19 +258,32 @@ def test_incomplete_episode_metadata_never_calls_a_file_that_fits_data_path_an_o
     assert UNREADABLE not in _notes(r)
 
 
-def test_bad_data_path_skips_the_data_files(tmp_path):
+def test_bad_data_path_checks_the_files_the_loader_globs(tmp_path):
+    # the loader does not need data_path to read the data (lerobot 0.4.4 globs data/*/*.parquet): the files it
+    # reads are checked, the template is reported once (I008), and no file is called missing or an orphan
     root = _build(tmp_path)
     tpl = "data/chunk-{chunk_index:03d}/file-{bogus}.parquet"
     _set_info(root, data_path=tpl)
     r = _report(root)
     assert _f(r, "F001", "F003", "F004", "F005", "F006", "F007") == []
+    assert [(f.check, f.path) for f in r.findings if f.check == "I008"] == [("I008", INFO)]
     allowed = "(allowed: chunk_index, episode_chunk, episode_index, file_index, video_key)"
-    assert _notes(r)[NO_DATA] == f"{INFO}: data_path template '{tpl}' uses unknown placeholder {{bogus}} {allowed}"
-    # and with the episode metadata gone too, the template cannot give the files either
+    globbed = "the 2 parquet file(s) the loader reads without it (data/*/*.parquet) are checked instead"
+    assert _notes(r)["F001 (data files named by data_path)"] == (
+        f"{INFO}: data_path template '{tpl}' uses unknown placeholder {{bogus}} {allowed}; {globbed}")
+    assert NO_DATA not in _notes(r)
+    # a defect of those files is still found behind the bad template
+    import pyarrow.parquet as pq
+    t = pq.read_table(root / D0)
+    pq.write_table(t.drop_columns(["action"]).replace_schema_metadata(t.schema.metadata), root / D0)
+    r = _report(root)
+    assert [(f.check, f.path) for f in r.findings if f.check == "S001"] == [("S001", D0)]
+    # and with the episode metadata gone too, the template cannot give the files either: the glob still does
     shutil.rmtree(root / "meta/episodes")
     r = _report(root)
-    assert _notes(r)[NO_DATA] == (f"the episode metadata is unreadable and {INFO}: template '{tpl}' cannot be parsed "
-                                  f"(template '{tpl}' uses unknown placeholder {{bogus}} {allowed})")
+    assert _notes(r)["F001 (data files named by data_path)"] == (
+        f"the episode metadata is unreadable and {INFO}: template '{tpl}' cannot be parsed "
+        f"(template '{tpl}' uses unknown placeholder {{bogus}} {allowed}); {globbed}")
     assert FROM_LAYOUT not in _notes(r)
 
 

@@ -657,6 +657,8 @@ def defect_present(name: str) -> bool:
         return _mixpart_present(name)
     if name in TIMING_CASES:
         return _timing_present(name)
+    if name in CORPUS_PROBES:
+        return CORPUS_PROBES[name](d)
     raise AssertionError(f"no probe for fixture {name}")
 
 
@@ -698,6 +700,39 @@ def _timing_present(name: str) -> bool:
         steps = [b["timestamp"] - a["timestamp"] for a, b in zip(t, t[1:]) if a["episode_index"] == b["episode_index"]]
         return all(0.06 - 1e-6 <= x <= 0.25 + 1e-6 for x in steps) and abs(t[10]["timestamp"] - 1.0) > 0.1
     raise AssertionError(f"no probe for fixture {name}")
+
+
+def _only_meta(d: Path, names: set[str]) -> bool:
+    return {p.name for p in d.iterdir()} == {"meta"} and {p.name for p in (d / "meta").iterdir()} == names
+
+
+def _stats(d: Path) -> dict:
+    return json.loads((d / "meta/stats.json").read_text())
+
+
+#: probes of the fixtures of fixtures/corpus_classes.py (the classes of defect real published datasets taught)
+CORPUS_PROBES = {
+    "broken_no_data_v30": lambda d: not (d / "data").exists() and any((d / "meta/episodes").rglob("*.parquet")),
+    "broken_info_only_v30": lambda d: _only_meta(d, {"info.json"})
+    and json.loads((d / "meta/info.json").read_text())["total_episodes"] == 0,
+    "broken_metadata_only_v21": lambda d: _only_meta(d, {"info.json", "episodes.jsonl", "episodes_stats.jsonl",
+                                                         "tasks.jsonl", "stats.json"}),
+    "broken_info_only_v21": lambda d: _only_meta(d, {"info.json"})
+    and FRONT in json.loads((d / "meta/info.json").read_text())["features"],
+    "broken_template_placeholder_v21": lambda d: "{episode_idx" in json.loads((d / "meta/info.json").read_text())[
+        "data_path"] and pq.read_schema(d / V2E0).field("action").type == pa.list_(pa.float64()),
+    "broken_no_episodes_stats_v21": lambda d: not (d / "meta/episodes_stats.jsonl").exists()
+    and (d / "meta/stats.json").exists(),
+    "broken_loader_columns_v21": lambda d: not {"index", "task_index"} & set(pq.read_schema(d / V2E0).names)
+    and not {"index", "task_index"} & set(json.loads((d / "meta/info.json").read_text())["features"]),
+    "broken_foreign_files_v21": lambda d: (d / "data/annotations/labels.parquet").is_file()
+    and (d / "data/chunk-000/notes.txt").is_file(),
+    "broken_camera_stats_flat": lambda d: len(_stats(d)[FRONT]["mean"]) == 3
+    and not isinstance(_stats(d)[FRONT]["mean"][0], list),
+    "broken_constant_float32_noise": lambda d: _stats(d)["action"]["std"][2] == 1.3e-05
+    and _stats(d)["action"]["min"][2] == _stats(d)["action"]["max"][2],
+    "broken_stats_count_missing_v30": lambda d: all("count" not in v for v in _stats(d).values()),
+}
 
 
 def _mixpart_present(name: str) -> bool:

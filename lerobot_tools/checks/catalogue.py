@@ -112,7 +112,8 @@ _CHECKS = [
           **_manual("the path template needs a person (repair only rewrites video_path to a layout that holds the "
                     "files)")),
     Check("I009", "camera-names", WARNING, "A camera feature's names are not [height, width, channels].",
-          "Image/video features declare names ['height','width','channels'] (or 'channel').",
+          "Image/video features declare names ['height','width','channels'] (or 'channel'), or channel-first "
+          "names ['channel(s)','height','width'] on a shape that starts with a channel count (1, 3 or 4).",
           "lerobot's dataset_to_policy_features raises TypeError on names: null (huggingface/lerobot#3786) and treats "
           "other names as CHW, silently mis-permuting HWC images (docs/failure-modes.md#camera-names).",
           "Set names to [\"height\", \"width\", \"channels\"] for HWC shapes."),
@@ -129,7 +130,10 @@ _CHECKS = [
           "Rename the feature (info.json, parquet column, stats)."),
     # ------------------------------------------------------------------ S: schema drift
     Check("S001", "column-missing", ERROR, "A declared feature has no column in the data parquet.",
-          "Every declared non-video feature is a column of every data file (read from parquet footers).",
+          "Every declared non-video feature is a column of every data file (read from parquet footers), and so is "
+          "every column the loader reads from each row whether declared or not: timestamp, episode_index and "
+          "task_index (lerobot 0.3.3 for v2.x), plus index and, with cameras, timestamp (lerobot 0.4.4 for v3.0; "
+          "`LeRobotDataset.__getitem__` raises KeyError without them).",
           "lerobot 0.4.4's `load_nested_dataset` (src/lerobot/datasets/utils.py) casts every data file to the declared features with `Dataset.from_parquet(features=...)`: the missing column comes back as None, and collation fails with a TypeError mid-epoch "
           "(docs/failure-modes.md#missing-column, verified with datasets 4.8.5).",
           "Remove the declaration (and its stats) or backfill the column.",
@@ -144,7 +148,10 @@ _CHECKS = [
     Check("S003", "dtype-mismatch", ERROR, "A column's element type differs from the declared dtype.",
           "Arrow value type vs declared dtype (float64 stored where float32 is declared, int32 vs int64, ...).",
           "lerobot casts silently, but loaders that read the parquet schema (OpenTau) yield float64 tensors, "
-          "so collating with other datasets fails or doubles memory; a string/number mismatch fails the cast.",
+          "so collating with other datasets fails or doubles memory; a string/number mismatch fails the cast. "
+          "A float width alone (float64 stored, float32 declared, or the reverse) is a warning: lerobot 0.4.4 casts "
+          "to the declared features (datasets' cast) and lerobot 0.3.3 builds tensors from Python floats "
+          "(`hf_transform_to_torch`), so both hand out the declared type.",
           "`lrtool repair` re-declares the dtype when every file agrees; otherwise rewrite the files.",
           **_auto("fix_dtype", "dtype re-declared from the Arrow schema when every data file stores the same type; "
                                "otherwise (files disagree, or a default feature) the odd files cast to the declared "
@@ -239,7 +246,8 @@ _CHECKS = [
     Check("C002", "total-frames", ERROR, "info.json total_frames differs from the rows on disk.",
           "total_frames == sum of data parquet row counts (footers) == sum of episode lengths.",
           "len(LeRobotDataset) is total_frames, not the row count: too small hides the tail, too large raises "
-          "IndexError (lerobot 0.4.4 LeRobotDataset.num_frames, docs/format.md#info-json).",
+          "IndexError (lerobot 0.4.4 LeRobotDataset.num_frames, docs/format.md#info-json). A warning for v2.x: "
+          "lerobot 0.3.3's num_frames is the rows it loaded.",
           "`lrtool repair` recomputes it.",
           **_auto("fix_counters", "total_frames recomputed from the data files (only when every data file is "
                                   "readable)")),
@@ -326,9 +334,11 @@ _CHECKS = [
     Check("F001", "data-file-missing", ERROR, "A data file the metadata references is missing.",
           "Every data parquet implied by the episode metadata and data_path exists; a missing one is looked for "
           "under the neighbouring layouts (another top folder, another chunk folder) and the finding says where "
-          "and how many.",
+          "and how many. A dataset whose data/ holds nothing the loader reads (no folder, no parquet) gets one "
+          "finding saying so, whatever the metadata names.",
           "lerobot sees the episode as not cached and tries to download it from the Hub (lerobot 0.4.4 "
-          "LeRobotDataset._check_cached_episodes_sufficient, docs/format.md#L8).",
+          "LeRobotDataset._check_cached_episodes_sufficient, docs/format.md#L8); with no parquet at all, lerobot "
+          "0.4.4's load_nested_dataset raises FileNotFoundError and lerobot 0.3.3's load_dataset finds nothing.",
           "Re-download the dataset (`lrtool prefetch`); if validate found the files in a neighbouring layout, "
           "`lrtool repair --move-files` moves them to where data_path points.",
           **_auto("fix_data_files", "with --move-files only: the data files found in a neighbouring layout moved to "
@@ -345,7 +355,10 @@ _CHECKS = [
                                     "or the files found moved (--move-files); the rest stay missing")),
     Check("F003", "orphan-file", ERROR, "A file sits where loaders look but no metadata references it.",
           "Files under data/, meta/episodes/ (v3.0) and videos/ against the set the metadata implies. Orphan "
-          "parquet under data/ or meta/episodes/ is an error (loaders glob them); orphan videos are a warning.",
+          "parquet under data/ or meta/episodes/ is an error (loaders glob them); orphan videos are a warning. "
+          "data/ is judged by what the loader reads: v3.0 data/*/*.parquet; v2.x every file below data/ "
+          "(lerobot 0.3.3 `load_dataset(\"parquet\", data_dir=...)` takes any name at any depth and fails on a "
+          "file that is not parquet).",
           "The v3 loader globs data/*/*.parquet: stray copies add rows and shift positional indexing "
           "(docs/failure-modes.md#orphan-files); lerobot <= 0.3 loaded everything under data/.",
           "Delete the stray file, or fix the metadata that should reference it. (Referenced files found in a "
@@ -477,7 +490,9 @@ _CHECKS = [
           **_RESHARD),
     # ------------------------------------------------------------------ G: statistics
     Check("G001", "stats-missing", WARNING, "meta/stats.json is missing or unreadable.",
-          "v3.0 normalises with meta/stats.json (v2.1 aggregates episodes_stats.jsonl instead).",
+          "v3.0 normalises with meta/stats.json (v2.1 aggregates episodes_stats.jsonl instead). For v2.1, a "
+          "missing meta/episodes_stats.jsonl is an error: lerobot 0.3.3's load_metadata reads it for every "
+          "dataset of codebase_version >= v2.1 (stats.json only for v2.0) and raises FileNotFoundError.",
           "Training without normalisation statistics fails in make_policy or normalises with garbage. A file that "
           "exists but cannot be parsed (truncated) is an error: lerobot's load_stats (lerobot 0.4.4 "
           "datasets/utils.py) parses any stats.json present and raises; a placeholder is F004-F006.",
@@ -502,20 +517,27 @@ _CHECKS = [
           "lerobot's aggregate_stats raises ValueError for a count not of shape (1,) or camera stats not (3, 1, 1) "
           "(at load for v2.1); in normalisation a wrong-length mean raises a broadcast RuntimeError on the first "
           "batch, a (1,) mean is silently applied to every dimension, and a feature without stats is silently "
-          "left unnormalised (normalize_processor skips it). Per-episode entries are warnings.",
+          "left unnormalised (normalize_processor skips it); camera statistics of shape (3,) do not broadcast over "
+          "a (B, 3, H, W) batch. Per-episode entries are warnings, except v2.1's, which lerobot 0.3.3 aggregates "
+          "at load (errors). A problem of count alone is a warning: only aggregate_stats reads count (merging, "
+          "recording more episodes), never loading.",
           "Recompute the statistics (`lrtool repair` recomputes numeric features from the data).",
           **_auto("fix_stats", "misshapen or incomplete numeric statistics recomputed from the data")),
     Check("G005", "stats-inconsistent", ERROR, "A statistics entry contradicts itself.",
           "Per dimension: min <= mean <= max, std >= 0, camera statistics within [0, 1], and std possible for "
           "count values spanning [min, max]: at least (max-min)/sqrt(2 count), at most (max-min)/2 "
-          "(sample-std convention allowed); float32 slack. Camera std is exempt from the lower bound: lerobot 0.4.x "
+          "(sample-std convention allowed); float32 slack, and the rounding of lerobot 0.4's float32 "
+          "E[x^2]-E[x]^2 (a stored variance within 16 (log2 n + 2) eps_float32 max|x|^2 of the bound, and within "
+          "2x of it; any such noise on a constant dimension, whose hazard is G009). "
+          "Camera std is exempt from the lower bound: lerobot 0.4.x "
           "squares uint8 pixels before widening them and stores a per-episode camera std of ~0, which lerobot's "
           "training replaces with ImageNet statistics by default (use_imagenet_stats).",
           "Normalisation uses a value that cannot describe the data: a stored std of 0 for a dimension that varies "
           "makes MEAN_STD divide by 1e-8 and that dimension explode for the whole run (lerobot 0.4's float32 "
           "E[x^2]-E[x]^2 produces exactly this when |mean| >> std). Errors for the statistics training normalises "
-          "with (stats.json; the v2.1 aggregate), warnings for per-episode entries (they reach training through "
-          "aggregation).",
+          "with (stats.json) of a feature lerobot policies normalise (observation.*, action*; the message says "
+          "when it is a warning because the feature is not), warnings for per-episode entries (they reach "
+          "training through aggregation) and a v2.1 stats.json.",
           "Recompute the statistics (`lrtool repair` after `lrtool validate --deep` confirms them wrong).",
           **_auto("fix_stats", "self-contradicting numeric statistics recomputed from the data where they "
                                "disagree with it")),
@@ -559,11 +581,14 @@ _CHECKS = [
           "from the data in float64 in the deep pass's single streaming read, and the statistics training uses "
           "(stats.json; the v2.1 aggregate) against the whole data. Tolerance per dimension: min/max to the "
           "float rounding of the stored dtype; mean within 1 % of the std plus 16 sqrt(n) eps_float32 x max|x|; "
-          "std within 1 % of the population or the sample std plus eps x max|x|; a quantile must sit at its "
+          "std within 1 % of the population or the sample std plus eps x max|x|, or a variance within the rounding "
+          "of lerobot's float32 one-pass formula and within 2x (any such noise on a constant dimension); float64 "
+          "data is held to float32 resolution (writers store float32 statistics); a quantile must sit at its "
           "rank +-1 within one histogram bin. Camera statistics are not recomputed.",
           "Normalisation with wrong statistics silently rescales or shifts every input of that dimension. Error "
           "when the statistics training uses are off by a factor of 2 or more in std, or by more than one std "
-          "in mean; warning otherwise.",
+          "in mean, for a feature lerobot policies normalise (the G005 the data explains is withdrawn and its "
+          "severity kept); warning otherwise, and the message says when the feature is not normalised.",
           "`lrtool repair` recomputes the wrong entries from the data as lerobot does and re-aggregates "
           "stats.json.",
           deep=True, **_auto("fix_stats", "numeric statistics that disagree with the data recomputed from it, "

@@ -230,6 +230,8 @@ def run_data(ctx: CheckContext) -> None:
         footer = ctx.footers.get(df.relpath)
         if footer is None:
             continue
+        if not df.episodes:  # a file the loader globs that no template names (files.run): its episodes are unknown
+            continue
         lengths = [by_index[i].length for i in df.episodes if i in by_index]
         if any(length is None for length in lengths):
             continue
@@ -248,15 +250,23 @@ def run_data(ctx: CheckContext) -> None:
     if data_files and not ctx.bad_data_files:
         rows = sum(ctx.footers[df.relpath].num_rows for df in data_files)
         if rows != total_frames:
-            ctx.emit("C002", f"total_frames is {total_frames} but the data files hold {rows} rows", INFO_PATH,
-                     key="total_frames")
+            _c002(ctx, f"total_frames is {total_frames} but the data files hold {rows} rows")
         elif sum_lengths != total_frames and all(e.length is not None for e in episodes):
-            ctx.emit("C002", f"total_frames is {total_frames} but the episode lengths sum to {sum_lengths}", INFO_PATH,
-                     key="total_frames")
+            _c002(ctx, f"total_frames is {total_frames} but the episode lengths sum to {sum_lengths}")
     elif all(e.length is not None for e in episodes) and sum_lengths != total_frames:
         why = "data files not all readable" if data_files else "no data file is referenced"
-        ctx.emit("C002", f"total_frames is {total_frames} but the episode lengths sum to {sum_lengths} ({why})",
-                 INFO_PATH, key="total_frames")
+        _c002(ctx, f"total_frames is {total_frames} but the episode lengths sum to {sum_lengths} ({why})")
+
+
+def _c002(ctx: CheckContext, message: str) -> None:
+    """C002: an error for v3.0 (lerobot 0.4.4 ``LeRobotDataset.num_frames`` is ``total_frames`` for a whole
+    dataset, so its ``len`` is wrong); a warning for v2.x (lerobot 0.3.3's ``num_frames`` is the rows it loaded,
+    ``total_frames`` is only written)."""
+    if ctx.dataset.layout == "v2":
+        ctx.emit("C002", f"{message} (a warning: lerobot 0.3.3 counts the rows it loads, not total_frames)",
+                 INFO_PATH, severity="warning", key="total_frames")
+    else:
+        ctx.emit("C002", message, INFO_PATH, key="total_frames")
 
 
 def _layout_counts(ctx: CheckContext) -> None:
@@ -284,4 +294,4 @@ def _layout_counts(ctx: CheckContext) -> None:
     if rows != total_frames:
         what = (f"the {len(counted)} data file(s) data_path names for them" if ds.layout == "v2" else
                 f"the {len(counted)} data file(s) on disk that fit data_path")
-        ctx.emit("C002", f"total_frames is {total_frames} but {what} hold {rows} rows", INFO_PATH, key="total_frames")
+        _c002(ctx, f"total_frames is {total_frames} but {what} hold {rows} rows")

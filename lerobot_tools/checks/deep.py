@@ -408,7 +408,9 @@ def _report_file(ctx: CheckContext, df, scan: _FileScan, by_ep: dict, prev_last_
     elif order != sorted(order) or (prev_last_ep is not None and order and order[0] < prev_last_ep):
         ctx.emit("D004", f"episodes are not in ascending order ({_short_seq(order)})", rel,
                  group="episodes are not in ascending order")
-    present, expected = set(order), set(df.episodes)
+    # a file the loader globs but no template names (checks.files): its episodes are what it holds
+    present = set(order)
+    expected = set(df.episodes) if df.episodes else present
     if present != expected:
         extra = sorted(present - expected)
         absent = sorted(expected - present)

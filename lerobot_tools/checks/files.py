@@ -10,7 +10,8 @@ from lerobot_tools._parallel import thread_map
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.targets import not_requested, unrequested as unrequested_file
 from lerobot_tools.dataset.footers import read_footer
-from lerobot_tools.dataset.ondisk import data_files_from_layout, files_fitting
+from lerobot_tools.dataset.model import DataFile
+from lerobot_tools.dataset.ondisk import data_files_from_layout, files_fitting, loader_data_files
 from lerobot_tools.dataset.placeholders import (  # noqa: F401  (re-exported)
     FILE_KIND_LABELS, PLACEHOLDER_CHECKS, UnreadableFileError, cause_of, check_metadata_file, describe,
     file_kind_of, folder_of,
@@ -74,35 +75,47 @@ def report_unreadable(ctx: CheckContext, exc: DatasetError, check: str, file_kin
 def run(ctx: CheckContext) -> None:
     """Family F, data side: the data files the metadata references, orphans, the images/ staging folder.
 
-    Emits F001, F003 (orphan parquet), F004-F006 (placeholders), F007 (no footer), F011, and I008 for a data
-    path that leaves the root. Reads ``ctx.episodes_ok``; sets ``ctx.data_files`` (referenced data files),
-    ``ctx.data_layout``, ``ctx.footers`` (readable file -> footer) and ``ctx.bad_data_files`` (missing or
-    unreadable files), which every later family reads.
+    Emits F001, F003 (orphan parquet; for v2.x any other file ``load_dataset`` would read under data/), F004-F006
+    (placeholders), F007 (no footer), F011, and I008 for a data path that leaves the root. Reads
+    ``ctx.episodes_ok``; sets ``ctx.data_files`` (referenced data files), ``ctx.data_layout``, ``ctx.footers``
+    (readable file -> footer) and ``ctx.bad_data_files`` (missing or unreadable files), which every later family
+    reads.
 
     When the episode metadata cannot be read, the data files are taken from ``data_path`` and the folders on
     disk (:func:`lerobot_tools.dataset.ondisk.data_files_from_layout`) and checked all the same; F003 then
-    reports only files whose names do not fit ``data_path``.
+    reports only files whose names do not fit ``data_path``. When ``data_path`` itself cannot be expanded (I008
+    says why, once), the files the loader reads without it are checked instead
+    (:func:`lerobot_tools.dataset.ondisk.loader_data_files`: v3.0 globs ``data/*/*.parquet``, v2.x loads every
+    file under ``data/``), so one bad template does not hide the data's own defects. A dataset whose ``data/``
+    holds nothing the loader can read gets one F001 saying so (the loader raises), not one per expected file.
     """
     ds = ctx.dataset
     assert ds is not None
     layout = None
+    unusable: DatasetError | None = None  # why data_path cannot name the files
+    data_files = None
     if ctx.episodes_ok:
         try:
             data_files = ds.data_files()
         except DatasetError as exc:
-            ctx.skip("F001, F003-F007 (data files)", str(exc))
-            return
+            unusable = exc
     else:
         try:
             layout = data_files_from_layout(ds)
         except DatasetError as exc:
-            ctx.skip("F001, F003-F007 (data files)", f"the episode metadata is unreadable and {exc}")
-            _check_images(ctx)
-            return
-        data_files = layout.files
-        ctx.data_layout = layout
-        ctx.skip("C005, F003 for names that fit data_path",
-                 f"the episode metadata is unreadable; data files taken from {layout.source}")
+            unusable = DatasetError(f"the episode metadata is unreadable and {exc}")
+        else:
+            data_files = layout.files
+            ctx.data_layout = layout
+            ctx.skip("C005, F003 for names that fit data_path",
+                     f"the episode metadata is unreadable; data files taken from {layout.source}")
+    loader_files = loader_data_files(ds)
+    from_glob = data_files is None
+    if from_glob:
+        data_files = [DataFile(rel, []) for rel in loader_files if rel.endswith(".parquet")]
+        ctx.skip("F001 (data files named by data_path)",
+                 f"{unusable}; the {len(data_files)} parquet file(s) the loader reads without it "
+                 f"({'data/*/*.parquet' if ds.layout == 'v3' else 'every file under data/'}) are checked instead")
     ctx.data_files = data_files
     missing = []
     unrequested = []  # absent or placeholder files of episodes the target does not read: at most info
@@ -136,8 +149,12 @@ def run(ctx: CheckContext) -> None:
             ctx.bad_data_files.add(rel)
         else:
             ctx.footers[rel] = footer
-    if missing and not _relocated(ctx, "data", ds.data_path, [df.relpath for df in data_files],
-                                  [df.relpath for df in missing], None):
+    readable = [rel for rel in loader_files if rel.endswith(".parquet")] if ds.layout == "v3" else loader_files
+    relocated = bool(missing) and _relocated(ctx, "data", ds.data_path, [df.relpath for df in data_files],
+                                             [df.relpath for df in missing], None)
+    if not readable and not relocated:
+        _no_data(ctx, missing)
+    elif missing and not relocated:
         for df in missing:
             if layout is None:
                 msg = f"data file for episode(s) {format_episodes(df.episodes)} is missing"
@@ -148,9 +165,34 @@ def run(ctx: CheckContext) -> None:
     if ctx.bad_data_files:
         ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
                  f"{len(ctx.bad_data_files)} of {len(data_files)} data file(s) missing or unreadable")
+    _orphans(ctx, layout, loader_files, from_glob)
+    _check_images(ctx)
 
-    # F003 orphans under data/: never a file the template names while the metadata that lists them is unreadable
-    if layout is not None or not ctx.episodes_complete:
+
+def _no_data(ctx: CheckContext, missing: list) -> None:
+    """F001, once: nothing under data/ is data the loader can read (no folder, no parquet file)."""
+    ds = ctx.dataset
+    what = "data/ does not exist" if not (ds.root / "data").is_dir() else "data/ holds no parquet file"
+    refs = f"; the metadata names {len(missing)} data file(s)" if missing else ""
+    if ds.layout == "v3":
+        why = ("lerobot 0.4.4 load_nested_dataset globs data/*/*.parquet and raises FileNotFoundError "
+               "(does not contain any parquet file)")
+    else:
+        why = "lerobot 0.3.3 loads data/ with load_dataset('parquet', data_dir=...), which finds nothing and raises"
+    for df in missing:
+        ctx.bad_data_files.add(df.relpath)
+    ctx.emit("F001", f"no data files at all: {what}{refs}; {why}", "data", file_kind="data")
+
+
+def _orphans(ctx: CheckContext, layout, loader_files: list[str], from_glob: bool) -> None:
+    """F003: files the loader's glob reads that the metadata does not reference (never a file the template
+    names while the metadata that lists them is unreadable), and strays under meta/episodes/ (v3.0)."""
+    ds = ctx.dataset
+    data_files = ctx.data_files
+    if from_glob:
+        referenced = {df.relpath for df in data_files}
+        why = ""
+    elif layout is not None or not ctx.episodes_complete:
         try:
             fitting = set(files_fitting(ds, ds.data_path, None, ".parquet"))
         except DatasetError:
@@ -160,10 +202,16 @@ def run(ctx: CheckContext) -> None:
     else:
         referenced = {df.relpath for df in data_files}
         why = "not referenced by the episode metadata"
-    for rel in ds.files_under("data", ".parquet"):
-        if rel not in referenced and rel not in ctx.relocated:
+    for rel in loader_files:
+        if rel in referenced or rel in ctx.relocated:
+            continue
+        if rel.endswith(".parquet"):
             ctx.emit("F003", f"parquet file under data/ is {why}; loaders that glob data/ will read its rows", rel,
                      group="unreferenced parquet files under data/", file_kind="data")
+        else:  # v2.x only: load_dataset("parquet", data_dir=...) takes every file under data/
+            ctx.emit("F003", "file under data/ is not a data parquet file; lerobot 0.3.3 loads every file under "
+                     "data/ with load_dataset('parquet', data_dir=...), which fails on it", rel,
+                     group="files under data/ that are not data", file_kind="data")
     if ds.layout == "v3":
         import re
 
@@ -172,7 +220,6 @@ def run(ctx: CheckContext) -> None:
             if not pat.match(rel):
                 ctx.emit("F003", "file under meta/episodes/ is not a chunk-XXX/file-YYY.parquet; the loader "
                          "globs meta/episodes/*/*.parquet and may read it as episodes", rel, file_kind="episodes")
-    _check_images(ctx)
 
 
 def _locate(ds, rel: str):

@@ -23,6 +23,8 @@ NUMERIC_DTYPES = {
 }
 SPECIAL_DTYPES = {"image", "video", "string", "language"}
 CAMERA_NAMES = (["height", "width", "channels"], ["height", "width", "channel"])
+#: channel-first names: lerobot's dataset_to_policy_features keeps such a shape as (C, H, W), which is right
+CHW_NAMES = (["channels", "height", "width"], ["channel", "height", "width"])
 
 
 @lru_cache(maxsize=4)
@@ -187,9 +189,13 @@ def _check_features(ctx: CheckContext, feats: dict) -> None:
                 ctx.emit("I009", f"camera feature {name!r} has names: null (dataset_to_policy_features raises TypeError)",
                          INFO_PATH, feature=name)
             elif isinstance(names, list) and len(names) == 3 and all(isinstance(n, str) for n in names) \
-                    and names not in CAMERA_NAMES and names != ["channels", "height", "width"]:
+                    and names not in CAMERA_NAMES and names not in CHW_NAMES:
                 ctx.emit("I009", f"camera feature {name!r} names {names} are not [height, width, channels]; "
                          "the shape will be read as CHW", INFO_PATH, feature=name)
+            elif names in CHW_NAMES and isinstance(shape, list) and len(shape) == 3 and shape[0] not in (1, 3, 4):
+                ctx.emit("I009", f"camera feature {name!r} names {names} say channels first but shape {shape} "
+                         "does not start with a channel count; the shape will be read as CHW", INFO_PATH,
+                         feature=name)
     for name, dtype in DEFAULT_FEATURES.items():
         feat = feats.get(name)
         if not isinstance(feat, dict):
@@ -202,9 +208,11 @@ def _check_features(ctx: CheckContext, feats: dict) -> None:
 
 def _check_templates(ctx: CheckContext, info: dict, layout: str, has_videos: bool) -> None:
     if "data_path" in info:
-        for p in tpl.template_problems(info["data_path"], layout=layout, video=False):
+        problems = tpl.template_problems(info["data_path"], layout=layout, video=False)
+        for p in problems:
             ctx.emit("I008", f"data_path {info['data_path']!r} {p}", INFO_PATH, key="data_path")
-        if layout == "v3" and info["data_path"] != tpl.V3_DATA_PATH and isinstance(info["data_path"], str):
+        if layout == "v3" and info["data_path"] != tpl.V3_DATA_PATH and isinstance(info["data_path"], str) \
+                and not problems:  # one template, one finding
             ctx.emit("I008", f"data_path {info['data_path']!r} is not the v3.0 default; the v3 loader globs "
                      "data/*/*.parquet regardless", INFO_PATH, severity="warning", key="data_path")
     vp = info.get("video_path")
@@ -212,9 +220,10 @@ def _check_templates(ctx: CheckContext, info: dict, layout: str, has_videos: boo
         if "video_path" in info and vp is None:
             ctx.emit("I008", "video_path is null but video features are declared", INFO_PATH, key="video_path")
         elif vp is not None:
-            for p in tpl.template_problems(vp, layout=layout, video=True):
+            vproblems = tpl.template_problems(vp, layout=layout, video=True)
+            for p in vproblems:
                 ctx.emit("I008", f"video_path {vp!r} {p}", INFO_PATH, key="video_path")
-            if layout == "v3" and vp != tpl.V3_VIDEO_PATH and isinstance(vp, str):
+            if layout == "v3" and vp != tpl.V3_VIDEO_PATH and isinstance(vp, str) and not vproblems:
                 ctx.emit("I008", f"video_path {vp!r} is not the v3.0 default; lerobot tools hard-code the default",
                          INFO_PATH, severity="warning", key="video_path")
     elif isinstance(vp, str):

@@ -17,6 +17,22 @@ from lerobot_tools.dataset.features import compare_feature, drifted_columns, hf_
 from lerobot_tools.findings import INFO
 
 
+#: the columns each layout's loader reads from every row, whatever info.json declares, and where it reads them
+LOADER_COLUMNS = {
+    "v2": {  # lerobot 0.3.3, src/lerobot/datasets/lerobot_dataset.py
+        "timestamp": "lerobot 0.3.3 LeRobotDataset.__init__: check_timestamps_sync",
+        "episode_index": "lerobot 0.3.3 LeRobotDataset.__init__ and __getitem__",
+        "task_index": "lerobot 0.3.3 LeRobotDataset.__getitem__: item['task_index']",
+    },
+    "v3": {  # lerobot 0.4.4, src/lerobot/datasets/lerobot_dataset.py
+        "timestamp": "lerobot 0.4.4 LeRobotDataset.__getitem__: item['timestamp'] locates the video frames",
+        "episode_index": "lerobot 0.4.4 LeRobotDataset.__getitem__: item['episode_index']",
+        "index": "lerobot 0.4.4 LeRobotDataset.__getitem__: item['index']",
+        "task_index": "lerobot 0.4.4 LeRobotDataset.__getitem__: item['task_index']",
+    },
+}
+
+
 def run(ctx: CheckContext) -> None:
     """Family S: info.json features against every readable data file's Arrow schema (footers only).
 
@@ -61,6 +77,12 @@ def _file_findings(ctx: CheckContext, footer, feats: dict, declared: list[str]) 
         if name not in present:
             out.append(("S001", f"declared feature {name!r} has no column in the data (datasets fills it with None)",
                         None, name))
+    for name, reader in LOADER_COLUMNS.get(ctx.dataset.layout, {}).items():
+        if name == "timestamp" and ctx.dataset.layout == "v3" and not ctx.dataset.video_keys:
+            continue  # lerobot 0.4.4 reads it only to locate video frames
+        if name not in present and name not in feats:
+            out.append(("S001", f"column {name!r} is neither in the data nor declared, and the loader reads it "
+                        f"({reader}): KeyError", None, name))
     for name in names:
         if name not in feats:
             out.append(("S002", f"column {name!r} ({schema.field(name).type}) is not declared in info.json features",

@@ -173,8 +173,17 @@ def compare_feature(name: str, feat: dict, t: Any) -> list[tuple[str, str, str]]
     if form.value is None or form.value == "string":
         out.append(("S003", ERROR, f"{col} holds {form.arrow} values; declared {dtype}"))
     elif form.value != dtype:
-        out.append(("S003", ERROR, f"{col} stores {form.value} ({form.arrow}) but info.json declares {dtype}"))
+        if form.value in FLOAT_DTYPES and dtype in FLOAT_DTYPES:
+            out.append(("S003", WARNING, f"{col} stores {form.value} ({form.arrow}) but info.json declares {dtype} "
+                        "(a warning: loaders hand out the declared float type, lerobot 0.4.4 through datasets' cast "
+                        "to the features, lerobot 0.3.3 through torch.tensor of Python floats)"))
+        else:
+            out.append(("S003", ERROR, f"{col} stores {form.value} ({form.arrow}) but info.json declares {dtype}"))
     return out
+
+
+#: float dtypes one another's values cast to without failing (a float32/float64 difference loads everywhere)
+FLOAT_DTYPES = ("float16", "float32", "float64")
 
 
 def drifted_columns(feats: dict, schema: Any) -> set[str]:

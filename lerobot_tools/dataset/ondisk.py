@@ -168,3 +168,31 @@ def _layout(ds: Dataset, template: str, on_disk: dict[str, re.Match], by_episode
     for rel, m in sorted(on_disk.items()):
         files.setdefault(rel, by_match(rel, m))
     return LayoutFiles([files[k] for k in sorted(files)], expected, set(on_disk), source)
+
+
+#: names ``datasets`` never takes as data files (``datasets.data_files.FILES_TO_IGNORE``, datasets 4.x)
+DATASETS_IGNORED = frozenset({"README.md", "config.json", "dataset_info.json", "dataset_infos.json",
+                              "dummy_data.zip", "dataset_dict.json"})
+
+
+def loader_data_files(ds: Dataset) -> list[str]:
+    """The files under ``data/`` that the real loader reads when it loads the whole dataset, whatever the metadata
+    says (relative paths, sorted).
+
+    * v3.0, lerobot 0.4.4 ``load_nested_dataset``: ``sorted((root / "data").glob("*/*.parquet"))``; none raises
+      ``FileNotFoundError: Provided directory does not contain any parquet file``.
+    * v2.x, lerobot 0.3.3 ``LeRobotDataset.load_hf_dataset``: ``load_dataset("parquet", data_dir=root / "data")``,
+      whose default pattern ``**`` takes every file below ``data/`` (any name, any depth) except hidden ones,
+      those in folders starting with ``__`` and :data:`DATASETS_IGNORED` (datasets ``data_files.py``); the
+      parquet builder then fails on any file that is not parquet.
+    """
+    if ds.layout == "v3":
+        return [rel for rel in ds.files_under("data", ".parquet") if rel.count("/") == 2]
+    out = []
+    for rel in ds.files_under("data", ""):
+        parts = rel.split("/")
+        if parts[-1] in DATASETS_IGNORED or any(p.startswith("__") for p in parts[1:-1]):
+            continue
+        out.append(rel)
+    return out
+

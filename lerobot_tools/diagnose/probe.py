@@ -306,7 +306,10 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
     dd.causes = shared_causes(placeholders)
     for key in keys:
         if key not in dd.files_per_key:
-            if any(n.startswith("the episode metadata is unreadable") for n in dd.notes):
+            if ds.total("total_episodes") == 0:
+                # no episode, so no video file is referenced: nothing is missing (validate agrees: no F002)
+                dd.notes.append(f"{key}: info.json total_episodes is 0, so no episode references a video file")
+            elif any(n.startswith("the episode metadata is unreadable") for n in dd.notes):
                 # nothing can be decoded for this camera: an error, never "nothing to decode"
                 dd.problems.append(_defect("F002", f"{key}: no video file found (the episode metadata is unreadable "
                                            "and no file on disk fits video_path)", None, None,

@@ -15,7 +15,12 @@ lrtool accumulates in float64 with a shifted, merged (Chan et al.) variance, so 
 statistics of the stored data to ~1e-12 relative. lerobot 0.4.4 computes in the data's dtype (float32 for
 robot vectors) with the one-pass ``E[x^2] - E[x]^2`` formula, which loses every digit of the variance when
 ``|mean|`` is a few hundred times ``std`` (a stored std of 0 for a dimension whose real std is 0.05 around
-1000, the hazard this module exists for); :func:`tolerance` therefore does not excuse it.
+1000, the hazard this module exists for); :func:`tolerance` therefore does not excuse it. The same formula
+also errs *upwards*: a float32 column that is constant (``0.907`` in every frame) gets a stored std of up to
+``|x| * sqrt(k * eps32)`` (``1.3e-05`` there, ``0.0036`` around ``1.745``), the square root of the rounding of
+``E[x^2] - E[x]^2``; ``np.std`` of float32 data (0.3.3) leaves ``~4.5e-07``. That noise is harmless (the values
+it scales sit at the mean) and is excused up to :func:`std_noise_var`, in both directions; a std stored at half the
+data's or less is never excused.
 """
 
 from __future__ import annotations
@@ -39,6 +44,14 @@ def float_eps(dtype) -> float:
     """Machine epsilon of a column's numpy dtype; integers are exact (0.0)."""
     dt = np.dtype(dtype)
     return float(np.finfo(dt).eps) if dt.kind == "f" else 0.0
+
+
+def stats_eps(dtype) -> float:
+    """Relative rounding a stored statistic may carry: the column's own (:func:`float_eps`), and at least float32's
+    for float64 data, whose statistics writers compute or store in float32 (GR00T's stats.json holds float64
+    timestamps' max as the float32 value, 4.8e-07 off at 23.5): below float32 resolution is never a finding."""
+    e = float_eps(dtype)
+    return max(e, float(np.finfo(np.float32).eps)) if e else e
 
 
 def accumulation_eps(dtype) -> float:
@@ -241,7 +254,7 @@ def screen(stored: dict[str, np.ndarray], n: np.ndarray, mean: np.ndarray, m2: n
     stored), True when min/max/mean/std all agree within :func:`tolerance`. Rows that fail go through
     :func:`compare` one by one for the details."""
     scale = np.maximum(np.abs(mn), np.abs(mx))
-    e_s = float_eps(storage_dtype)
+    e_s = stats_eps(storage_dtype)
     e_a = accumulation_eps(storage_dtype)
     nn = n.astype(np.float64)[:, None]
     std = np.sqrt(np.maximum(m2, 0.0) / nn)
@@ -259,7 +272,8 @@ def screen(stored: dict[str, np.ndarray], n: np.ndarray, mean: np.ndarray, m2: n
         if "std" in stored:
             tol = RTOL_STD * std + round_s
             v = stored["std"]
-            ok &= np.all((np.abs(v - std) <= tol) | (np.abs(v - std_s) <= tol + RTOL_STD * (std_s - std)), axis=1)
+            ok &= np.all((np.abs(v - std) <= tol) | (np.abs(v - std_s) <= tol + RTOL_STD * (std_s - std))
+                         | std_within_noise(v, std, std_noise_var(scale, nn, storage_dtype)), axis=1)
     return ok
 
 
@@ -444,6 +458,56 @@ class RunningAggregate:
 
 
 # ---------------------------------------------------------------------- tolerances
+def std_noise_var(scale: np.ndarray, n: int | np.ndarray, dtype) -> np.ndarray:
+    """Variance that a writer's rounding can add to a stored std (same shape as ``scale``).
+
+    lerobot 0.4.4 stores ``sqrt(max(0, mean(x**2) - mean(x)**2))`` computed in the data's dtype
+    (``RunningQuantileStats.get_statistics``, ``lerobot/datasets/compute_stats.py``): the two float32 means of
+    n values err by a few ulps of ``x**2`` each (numpy sums pairwise: ``O(log2 n)`` ulps), so the stored variance
+    may exceed the true one by up to ``16 * (log2 n + 2) * eps_acc * scale**2`` (``eps_acc``: float32 for
+    float16/float32 data, float64 otherwise, :func:`accumulation_eps`). A constant float32 column of magnitude
+    1.745 over 386 frames was stored with std 0.0036 (variance 1.3e-05, 36 ulps of 3.05); the bound there is
+    1.1e-04.
+
+    Args:
+        scale: ``max(|min|, |max|)`` per dimension.
+        n: frames the statistic is over (per row or a scalar).
+        dtype: numpy dtype (or name) of the stored column; an unknown one counts as float32.
+    """
+    try:
+        e_a = accumulation_eps(dtype)
+    except TypeError:
+        e_a = float(np.finfo(np.float32).eps)
+    logn = np.log2(np.maximum(np.asarray(n, dtype=np.float64), 1.0))
+    return 16.0 * (logn + 2.0) * e_a * np.square(scale)
+
+
+def std_bounds(spread: np.ndarray, least: np.ndarray, noise_var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(upper, lower)``: the largest and smallest std a writer can store for data whose std is at most
+    ``spread`` and at least ``least``, allowing its rounding noise (``noise_var``, :func:`std_noise_var`) as
+    :func:`std_within_noise` does: up to ``sqrt(spread**2 + noise_var)`` but below twice ``spread`` (any noise when
+    the data is constant), down to ``sqrt(least**2 - noise_var)`` but above half ``least``."""
+    noise_var = np.broadcast_to(noise_var, np.shape(spread))
+    constant = spread <= np.sqrt(noise_var) * 1e-3
+    upper = np.where(constant, np.maximum(np.sqrt(noise_var), spread),
+                     np.minimum(np.sqrt(np.square(spread) + noise_var), 2 * spread))
+    lower = np.maximum(np.sqrt(np.maximum(np.square(least) - noise_var, 0.0)), least / 2)
+    return upper, lower
+
+
+def std_within_noise(stored: np.ndarray, actual: np.ndarray, noise_var: np.ndarray) -> np.ndarray:
+    """Elementwise: a stored std that rounding noise explains and that does not change MEAN_STD materially:
+    ``|stored**2 - actual**2| <= noise_var`` (:func:`std_noise_var`), and within a factor of 2 of the data's std
+    -- or any such noise when the data is constant (``actual`` negligible next to the noise): its values all sit
+    at the mean, so the std scales nothing (G009 reports the hazard of that dimension). A std stored at half or
+    twice the real one or beyond is reported whatever its cause: MEAN_STD then stretches or squeezes that
+    dimension by 2x or more (lerobot 0.4's cancellation around ``|mean| >> std`` does exactly that)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        constant = actual <= np.sqrt(noise_var) * 1e-3
+        return ((np.abs(np.square(stored) - np.square(actual)) <= noise_var) & (stored > actual / 2)
+                & (constant | (stored < 2 * actual)))
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """How far a stored statistic may be from the value lrtool computes from the data (per dimension).
@@ -457,6 +521,8 @@ class Tolerance:
         std: ``RTOL_STD * std + eps_storage * scale``: 1 % of the std, or the float32 rounding of the data; a
             stored std is compared with both the population and the sample (ddof=1) std, and accepted if
             either is within tolerance (lerobot writes the population std; some tools write the sample std).
+        std_var: a stored std is also accepted when its square is within this of the data's variance and it is
+            above half the data's std (:func:`std_noise_var`: the rounding of lerobot's one-pass formula).
         bin: quantile slack: one bin of lerobot's 5000-bin histogram plus the storage rounding.
     """
 
@@ -464,6 +530,7 @@ class Tolerance:
     mean: np.ndarray
     std: np.ndarray
     bin: np.ndarray
+    std_var: np.ndarray
 
 
 def tolerance(m: Moments, storage_dtype, stored_min: np.ndarray | None = None,
@@ -471,7 +538,7 @@ def tolerance(m: Moments, storage_dtype, stored_min: np.ndarray | None = None,
     """The :class:`Tolerance` for comparing stored statistics with the actual moments ``m`` of a column whose
     values are stored as ``storage_dtype``."""
     scale = np.maximum(np.abs(m.min), np.abs(m.max))
-    e_s = float_eps(storage_dtype)
+    e_s = stats_eps(storage_dtype)
     e_a = accumulation_eps(storage_dtype)
     std = m.std()
     round_s = e_s * scale + 1e-12
@@ -483,6 +550,7 @@ def tolerance(m: Moments, storage_dtype, stored_min: np.ndarray | None = None,
         mean=RTOL_MEAN * std + 16.0 * math.sqrt(max(m.n, 1)) * e_a * scale + round_s,
         std=RTOL_STD * std + round_s,
         bin=1.01 * width + round_s,
+        std_var=std_noise_var(scale, m.n, storage_dtype),
     )
 
 
@@ -549,7 +617,8 @@ def compare(stored: FeatureStats, m: Moments, storage_dtype, *, quantile_ranks: 
                                     gross=bool(abs(v[j] - m.mean[j]) > std_pop[j] and std_pop[j] > 0)))
     v = flat("std")
     if v is not None and v.shape == std_pop.shape:
-        bad = (np.abs(v - std_pop) > tol.std) & (np.abs(v - std_smp) > tol.std + RTOL_STD * (std_smp - std_pop))
+        bad = (np.abs(v - std_pop) > tol.std) & (np.abs(v - std_smp) > tol.std + RTOL_STD * (std_smp - std_pop)) \
+            & ~std_within_noise(v, std_pop, tol.std_var)
         for j in np.flatnonzero(bad):
             a = std_pop[j]
             gross = bool(a > 0 and (v[j] <= a / 2 or v[j] >= 2 * a))

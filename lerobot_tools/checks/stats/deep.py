@@ -493,8 +493,21 @@ def report(ctx: CheckContext, scan: StatsComparison, *, complete: bool) -> None:
         gross = [d for d in bad if d.gross]
         first = (gross or bad)[0]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        sev = "error" if gross and st.normalised(name, feats[name]) else None
-        why = f"; {_impact(first)}" if sev else ""
+        # the metadata pass's G005/G006 on the same statistic is this defect seen without the data: one finding,
+        # with the severity both agree on (error for a normalised feature whose value is impossible or 2x off)
+        earlier = facts.inconsistent.get((None, name))
+        impossible = False
+        if earlier is not None and any(d.stat in earlier[1] for d in bad):
+            impossible = earlier[0].severity == "error"
+            ctx.findings[:] = [f for f in ctx.findings if f is not earlier[0]]
+        normalised = st.normalised(name, feats[name])
+        sev = "error" if normalised and (gross or impossible) else "warning"
+        if sev == "error":
+            why = f"; {_impact(first)}"
+        elif not normalised:
+            why = f" (a warning: lerobot policies do not normalise {name!r})"
+        else:
+            why = ""
         ctx.emit("G010", f"{facts.global_source}: {name!r} {first.text(name)}{more} over all "
                  f"{m.n} frame(s){why}", facts.global_source if facts.global_source.startswith("meta/") else None,
                  severity=sev, feature=name, key=first.stat)

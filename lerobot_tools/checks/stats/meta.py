@@ -32,7 +32,7 @@ from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.files import report_unreadable
 from lerobot_tools.checks.stats import blocks as sb
 from lerobot_tools.checks.stats import stored as st
-from lerobot_tools.checks.stats.compute import QUANTILE_BINS, RunningAggregate
+from lerobot_tools.checks.stats.compute import QUANTILE_BINS, RunningAggregate, std_bounds, std_noise_var
 from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH
 from lerobot_tools.dataset.placeholders import UnreadableFileError, check_metadata_file
 from lerobot_tools.errors import DatasetError
@@ -53,9 +53,9 @@ class StatsFacts:
         global_stats: parsed entries of the effective global statistics that passed G003/G004 (feature -> stats).
         global_source: where they come from (``meta/stats.json`` or the v2.1 aggregate description).
         untrusted: ``(episode_index or None for global, feature)`` entries that failed G003/G004 (deep skips them).
-        inconsistent: ``(episode_index, feature) -> (finding, statistics)`` of per-episode G005 std-range and G006
-            findings; the deep pass withdraws the finding when it reports one of those statistics of the same
-            entry against the data (one cause, one finding).
+        inconsistent: ``(episode_index, feature) -> (finding, statistics)`` of G005 std-range and G006 findings
+            (episode_index None: meta/stats.json); the deep pass withdraws the finding when it reports one of
+            those statistics of the same entry against the data (one cause, one finding, one severity).
         stale: features of ``meta/stats.json`` reported by G008 (deep does not report them again).
         miscounted: features with a per-episode G007 (for v2.1 the load-time aggregate is skewed by it: deep does
             not report that aggregate again).
@@ -68,6 +68,16 @@ class StatsFacts:
     inconsistent: dict[tuple[int, str], tuple[object, set[str]]] = field(default_factory=dict)
     stale: set[str] = field(default_factory=set)
     miscounted: set[str] = field(default_factory=set)
+
+
+def _stats_dtype(feat: dict) -> str:
+    """The dtype a writer computed a feature's statistics in: the declared numeric dtype; float32 for cameras
+    (pixels scaled to [0, 1]) and anything that is not a numpy dtype name."""
+    dtype = feat.get("dtype")
+    try:
+        return str(np.dtype(dtype)) if isinstance(dtype, str) and dtype not in st.CAMERA_DTYPES else "float32"
+    except TypeError:
+        return "float32"
 
 
 def _label(name: str, stat: str, j: int | None = None) -> str:
@@ -90,10 +100,34 @@ class _Checker:
         #: ``(finding, statistics)`` of the last entry's G005 (std vs range only) or G006 finding, which the
         #: deep pass may withdraw
         self.last_inconsistent: tuple[object, set[str]] | None = None
+        #: ``(feature, problem, path)`` of stats.json entries whose only problem is their ``count``
+        self.countless: list[tuple[str, str, str | None]] = []
+
+    def report_countless(self) -> None:
+        """One G004 warning for every stats.json entry whose only problem is ``count`` (one cause: the writer
+        left it out), naming the features."""
+        if not self.countless:
+            return
+        names = [n for n, _, _ in self.countless]
+        first, text, path = self.countless[0]
+        more = f"; so do {', '.join(repr(n) for n in names[1:4])}" + (" ..." if len(names) > 4 else "") \
+            if len(names) > 1 else ""
+        self.ctx.emit("G004", f"{text}{more} (only lerobot's aggregate_stats reads count, when datasets are merged "
+                      "or episodes are recorded into it; loading does not)", path, severity="warning",
+                      feature=names if len(names) > 1 else first)
+        self.countless = []
 
     def entry(self, where: str | None, path: str | None, name: str, raw, *, episode: int | None, severity: str | None,
-              hazard_severity: str | None, count_expected: int | None) -> tuple[st.FeatureStats | None, bool]:
-        """Run G003-G007 and G009 on one feature's entry. Returns ``(parsed or None when untrusted, consistent)``."""
+              hazard_severity: str | None, count_expected: int | None, shape_severity: str | None = None,
+              frames_hint: int | None = None) -> tuple[st.FeatureStats | None, bool]:
+        """Run G003-G007 and G009 on one feature's entry. Returns ``(parsed or None when untrusted, consistent)``.
+
+        ``shape_severity`` overrides ``severity`` for G004 (a v2.1 per-episode entry: lerobot 0.3.3 aggregates
+        them at load, and its ``aggregate_stats`` raises on an incomplete or misshapen one). An entry whose only
+        G004 problem is its ``count`` keeps being checked (``count`` taken as ``frames_hint``, else unknown):
+        only ``aggregate_stats`` reads ``count``, so for statistics used as stored (stats.json of v2.0 / v3.0)
+        that G004 is a warning.
+        """
         ctx, feat = self.ctx, self.feats[name]
         kind = st.feature_kind(feat)
         at = where  # _hazard adds its own ": "
@@ -101,33 +135,55 @@ class _Checker:
         subj = {"feature": name, "episode": episode}
         scope = "per-episode statistics" if episode is not None else "statistics"
         stats, unreadable = st.parse_feature_stats(raw)
+        problems: list[tuple[str, bool]] = []  # (text, about count alone)
         if not isinstance(raw, dict):
-            problems = [f"the {name!r} entry is not an object of statistics"]
+            problems = [(f"the {name!r} entry is not an object of statistics", False)]
         else:
-            problems = [f"{_label(name, s)} is not a " + ("list of whole numbers below 2**63" if s == "count" else
-                                                          "rectangular list of numbers") for s in unreadable]
+            problems = [(f"{_label(name, s)} is not a " + ("list of whole numbers below 2**63" if s == "count" else
+                                                           "rectangular list of numbers"), s == "count")
+                        for s in unreadable]
             missing = [s for s in st.BASE_STATS if s not in stats and s not in unreadable]
             if missing:
-                problems.append(f"{name!r} lacks {', '.join(missing)}")
+                problems.append((f"{name!r} lacks {', '.join(missing)}", missing == ["count"]))
         shapes = st.accepted_shapes(feat)
         for s, v in stats.items():
             if s == "count":
                 if v.shape != (1,):
-                    problems.append(f"{_label(name, 'count')} has shape {v.shape}, lerobot requires (1,)")
+                    problems.append((f"{_label(name, 'count')} has shape {v.shape}, lerobot requires (1,)", True))
             elif s in st.BASE_STATS or s in st.QUANTILES:
                 if shapes and v.shape not in shapes:
                     want = " or ".join(str(t) for t in shapes)
-                    problems.append(f"{_label(name, s)} has shape {v.shape}, expected {want} for a "
-                                    f"{'camera' if kind == 'camera' else 'feature of shape ' + str(tuple(feat.get('shape')))}")
-        if not problems:  # each one may be a shape lerobot writes (rank >= 2: two), but they must agree
+                    extra = ""
+                    if kind == "camera" and v.shape == (shapes[0][0],):
+                        extra = (f": normalising a (B, {shapes[0][0]}, H, W) batch with it raises a size mismatch "
+                                 "(lerobot 0.4.4 normalize_processor: (x - mean) / std)")
+                    what = "camera" if kind == "camera" else f"feature of shape {tuple(feat.get('shape'))}"
+                    problems.append((f"{_label(name, s)} has shape {v.shape}, expected {want} for a {what}{extra}",
+                                     False))
+        if not problems and "min" in stats:  # each may be a shape lerobot writes (rank >= 2: two); they must agree
             ref = stats["min"].shape
-            problems = [f"{_label(name, s)} has shape {v.shape} but {_label(name, 'min')} has shape {ref}"
+            problems = [(f"{_label(name, s)} has shape {v.shape} but {_label(name, 'min')} has shape {ref}", False)
                         for s, v in stats.items() if (s in st.BASE_STATS or s in st.QUANTILES) and s != "count"
                         and v.shape != ref]
         if problems:
-            ctx.emit("G004", f"{where}{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
-                     path, severity=severity, group=f"{scope} entries are incomplete or have the wrong shape", **subj)
-            return None, False
+            count_only = all(c for _, c in problems)
+            sev = shape_severity or severity
+            why = ""
+            if shape_severity:
+                why = " (lerobot 0.3.3 aggregates the per-episode statistics at load: aggregate_stats raises)"
+            elif count_only and episode is None:
+                sev = "warning"
+                why = (" (only lerobot's aggregate_stats reads count, when datasets are merged or episodes are "
+                       "recorded into it; loading does not)")
+            text = problems[0][0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+            if count_only and episode is None and not shape_severity:
+                self.countless.append((name, text, path))  # said once for all features (:meth:`report_countless`)
+            else:
+                ctx.emit("G004", f"{where}{text}{why}", path, severity=sev,
+                         group=f"{scope} entries are incomplete or have the wrong shape", **subj)
+            if not count_only or shape_severity or "count" in unreadable or not isinstance(raw, dict):
+                return None, False
+            stats["count"] = np.asarray([frames_hint or count_expected or -1], dtype=np.int64)
         for s, v in stats.items():
             if s != "count" and not np.all(np.isfinite(v)):
                 j = int(np.flatnonzero(~np.isfinite(v.reshape(-1)))[0])
@@ -150,7 +206,10 @@ class _Checker:
         hi = stats["max"].reshape(-1)
         mean = stats["mean"].reshape(-1)
         std = stats["std"].reshape(-1)
-        n = int(stats["count"][0]) if int(stats["count"][0]) > 0 else (count_expected or 1)
+        # a count of -1 stands for a missing one (G004 reported it): as good as unbounded for the bounds on std
+        c = int(stats["count"][0])
+        n = c if c > 0 else (count_expected or (2**40 if c < 0 else 1))
+        n_desc = "any number of values" if c < 0 and not count_expected else f"any {n} value(s)"
         if kind == "numeric" and count_expected:
             n = count_expected
         scale = np.maximum(np.abs(lo), np.abs(hi))
@@ -169,22 +228,27 @@ class _Checker:
                     problems.append((f"{_label(name, s, j)} = {v[j]:.6g} is outside [0, 1] (lerobot scales pixels to [0, 1])", None))
         rng = np.maximum(hi - lo, 0.0)
         round_std = 4 * _EPS32 * scale + 1e-12
-        upper = rng / 2 * (math.sqrt(n / (n - 1)) if n > 1 else 1.0) * (1 + 1e-3) + round_std
+        spread = rng / 2 * (math.sqrt(n / (n - 1)) if n > 1 else 1.0) * (1 + 1e-3)
+        least = rng / math.sqrt(2 * n) * (1 - 1e-3)
+        noisy_upper, noisy_lower = std_bounds(spread, least, std_noise_var(scale, n, _stats_dtype(self.feats[name])))
+        upper = noisy_upper + round_std
         for j in np.flatnonzero(std > upper):
-            problems.append((f"{_label(name, 'std', j)} = {std[j]:.6g} is larger than any {n} value(s) within "
+            problems.append((f"{_label(name, 'std', j)} = {std[j]:.6g} is larger than {n_desc} within "
                              f"[{lo[j]:.6g}, {hi[j]:.6g}] can have (at most {upper[j]:.6g})", int(j)))
         if kind == "numeric":  # camera std: lerobot 0.4.x squares uint8 pixels (wrapping) and stores ~0; see docs
-            lower = rng / math.sqrt(2 * n) * (1 - 1e-3) - round_std
+            lower = noisy_lower - round_std
             for j in np.flatnonzero(std < lower):
-                problems.append((f"{_label(name, 'std', j)} = {std[j]:.6g} is smaller than any {n} value(s) spanning "
+                problems.append((f"{_label(name, 'std', j)} = {std[j]:.6g} is smaller than {n_desc} spanning "
                                  f"[{lo[j]:.6g}, {hi[j]:.6g}] can have (at least {lower[j]:.6g})", int(j)))
+        sev, note = self._effective_severity(name, severity, episode)
         if problems:
             text, dim = problems[0]
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            ctx.emit("G005", f"{where}{text}{more}", path, severity=severity,
+            emitted = len(ctx.findings)
+            ctx.emit("G005", f"{where}{text}{more}{note}", path, severity=sev,
                      group=f"{scope} contradict themselves", feature=name, episode=episode)
             std_only = all(d is not None for _, d in problems)
-            if episode is not None and std_only and ctx.findings and ctx.findings[-1].check == "G005":
+            if std_only and len(ctx.findings) > emitted:
                 self.last_inconsistent = (ctx.findings[-1], {"std"})
             return False
         qs = [q for q in st.QUANTILES if q in stats]
@@ -197,13 +261,24 @@ class _Checker:
                 if len(bad):
                     j = int(bad[0])
                     ctx.emit("G006", f"{where}{_label(name, names[a], j)} = {seq[a][j]:.6g} > "
-                             f"{names[a + 1]} = {seq[a + 1][j]:.6g}: quantiles out of order", path, severity=severity,
+                             f"{names[a + 1]} = {seq[a + 1][j]:.6g}: quantiles out of order{note}", path, severity=sev,
                              group=f"{scope} have quantiles out of order", feature=name, episode=episode,
                              key=names[a + 1])
-                    if episode is not None and ctx.findings and ctx.findings[-1].check == "G006":
+                    if ctx.findings and ctx.findings[-1].check == "G006":
                         self.last_inconsistent = (ctx.findings[-1], {names[a], names[a + 1]})
                     return False
         return True
+
+    def _effective_severity(self, name: str, severity: str | None, episode: int | None) -> tuple[str | None, str]:
+        """Severity (and the note saying why) of a wrong value in the statistics training normalises with
+        (``severity`` None: stats.json of v2.0 / v3.0): an error for a feature lerobot policies normalise
+        (:func:`~lerobot_tools.checks.stats.stored.normalised`), a warning for any other (nothing reads it);
+        per-episode entries and a v2.1 stats.json keep ``severity``. The same rule decides G010's severity."""
+        if episode is not None or severity is not None:
+            return severity, ""
+        if st.normalised(name, self.feats[name]):
+            return "error", ""
+        return "warning", f" (a warning: lerobot policies do not normalise {name!r})"
 
     def _hazard(self, where, path, name, stats, severity, episode) -> None:
         lo, hi = stats["min"].reshape(-1), stats["max"].reshape(-1)
@@ -253,12 +328,22 @@ def run(ctx: CheckContext) -> None:
         reader.kind = None
     if reader.kind is not None:
         facts.reader = reader
+    v21_missing = (ds.layout == "v2" and ds.codebase_version != "v2.0" and reader.kind is None and episodes_stats_ok
+                   and not (ds.root / V2_EPISODES_STATS_PATH).exists())
+    if v21_missing:
+        # lerobot 0.3.3 LeRobotDatasetMetadata.load_metadata: for codebase_version >= v2.1 it calls
+        # load_episodes_stats unconditionally (stats.json is read only for v2.0), so loading raises
+        # FileNotFoundError and falls back to downloading meta/ from the Hub
+        also = f"{STATS_PATH} exists but is not read for v2.1" if gstats is not None or global_unreadable else \
+            f"and {STATS_PATH} is missing too"
+        ctx.emit("G001", f"{V2_EPISODES_STATS_PATH} is missing ({also}): lerobot 0.3.3 reads it for every v2.1 "
+                 "dataset (load_episodes_stats) and raises FileNotFoundError", V2_EPISODES_STATS_PATH,
+                 severity=ERROR, file_kind="episodes_stats")
+        if gstats is None and not global_unreadable:
+            return
     if gstats is None and not global_unreadable:
         if ds.layout == "v2" and ds.codebase_version != "v2.0":
-            if reader.kind is None and episodes_stats_ok:
-                ctx.emit("G001", f"neither {STATS_PATH} nor {V2_EPISODES_STATS_PATH} exists: no normalisation statistics",
-                         V2_EPISODES_STATS_PATH)
-                return
+            pass  # reported above (v2.1 needs the per-episode statistics, not stats.json)
         else:
             ctx.emit("G001", f"{STATS_PATH} is missing: no normalisation statistics", STATS_PATH)
     if global_unreadable and reader.kind is None:
@@ -298,7 +383,8 @@ def run(ctx: CheckContext) -> None:
                 emitted = len(ctx.findings)
                 parsed, ok = chk.entry(f"episode {e}", block.source_at(i), name, _row(cols, i), episode=e,
                                        severity="warning", hazard_severity="info",
-                                       count_expected=int(lens[i]) if lens[i] >= 0 else None)
+                                       count_expected=int(lens[i]) if lens[i] >= 0 else None,
+                                       shape_severity="error" if v21 else None)
                 if parsed is None:
                     facts.untrusted.add((e, name))
                     sound[i] = False
@@ -313,7 +399,8 @@ def run(ctx: CheckContext) -> None:
                 tainted.add(name)
             if st.normalised(name, feats[name]):
                 _hazards_block(chk, block, name, cols, good, lens)
-            weights = np.where(lens >= 0, lens, cols["count"].values[:, 0]) if kind == "numeric" else None
+            stored = cols["count"].values[:, 0] if "count" in cols else np.full(len(lens), -1, dtype=np.int64)
+            weights = np.where(lens >= 0, lens, stored) if kind == "numeric" else None
             if good.any():
                 aggregates.setdefault(name, RunningAggregate()).add_block(cols, good, weights)
             if v21 and (present & sound).any():
@@ -350,8 +437,12 @@ def run(ctx: CheckContext) -> None:
             count_expected = None
             if reader.kind is None and st.feature_kind(feats[name]) == "numeric" and total_frames is not None:
                 count_expected = total_frames
+            chk.last_inconsistent = None
             parsed, ok = chk.entry(g_where, STATS_PATH, name, raw, episode=None, severity=g_sev,
-                                   hazard_severity=None if v21 else "warning", count_expected=None)
+                                   hazard_severity=None if v21 else "warning", count_expected=None,
+                                   frames_hint=total_frames)
+            if parsed is not None and not ok and chk.last_inconsistent is not None and not v21:
+                facts.inconsistent[(None, name)] = chk.last_inconsistent
             if parsed is None:
                 if not v21:  # a v2.1 stats.json is not what the loader normalises with: the aggregate still is
                     facts.untrusted.add((None, name))
@@ -372,6 +463,7 @@ def run(ctx: CheckContext) -> None:
                          STATS_PATH, group="normalised features have no statistics", feature=name)
         if not v21:
             facts.global_source = STATS_PATH
+    chk.report_countless()
     if stale:
         facts.stale.update(n for n, _ in stale)
         why = "lerobot 0.3 ignores it for v2.1, other tools may not" if v21 else \
@@ -442,9 +534,12 @@ def _screen(feat: dict, kind: str, cols: dict[str, sb.StatColumn], lens: np.ndar
         rng = np.maximum(hi - lo, 0.0)
         round_std = 4 * _EPS32 * scale + 1e-12
         ratio = np.where(n > 1, np.sqrt(n / np.maximum(n - 1, 1)), 1.0)
-        ok &= std <= rng / 2 * ratio * (1 + 1e-3) + round_std
+        spread = rng / 2 * ratio * (1 + 1e-3)
+        least = rng / np.sqrt(2 * n) * (1 - 1e-3)
+        noisy_upper, noisy_lower = std_bounds(spread, least, std_noise_var(scale, n, _stats_dtype(feat)))
+        ok &= std <= noisy_upper + round_std
         if kind == "numeric":
-            ok &= std >= rng / np.sqrt(2 * n) * (1 - 1e-3) - round_std
+            ok &= std >= noisy_lower - round_std
         else:
             for v in (lo, hi, mean):
                 ok &= (v >= -1e-6) & (v <= 1 + 1e-6)
@@ -467,7 +562,8 @@ def _hazards_block(chk: "_Checker", block: sb.StatsBlock, name: str, cols: dict[
     k = len(good)
     lo = cols["min"].values.reshape(k, -1)
     hi = cols["max"].values.reshape(k, -1)
-    count = cols["count"].values[:, 0]
+    # an entry without ``count`` never passes the screen (``good`` is False), so the length is enough then
+    count = cols["count"].values[:, 0] if "count" in cols else np.full(k, -1, dtype=np.int64)
     n = np.where(lens >= 0, lens, count)
     flat = good & (n >= 2) & np.any(hi - lo <= 0, axis=1)
     for i in np.flatnonzero(flat).tolist():

@@ -81,27 +81,46 @@ def normalised(name: str, feat: dict) -> bool:
     return feature_kind(feat) == "numeric" and (name.startswith("observation") or name.startswith("action"))
 
 
+#: channel counts a camera can have (grey, RGB, RGBA)
+CHANNEL_COUNTS = (1, 3, 4)
+
+
 def camera_channels(feat: dict) -> int:
-    """Channels of a camera feature: ``shape[2]`` for ``[height, width, channels]`` names, else ``shape[0]``."""
-    shape = feat.get("shape") or []
+    """Channels of a camera feature: ``shape[2]`` for ``[height, width, channels]`` names, ``shape[0]`` for
+    ``[channels, height, width]``; without such names, the axis whose size is a channel count (1, 3, 4), the
+    last one first (lerobot writes ``[height, width, channels]``)."""
+    return camera_channel_options(feat)[0]
+
+
+def camera_channel_options(feat: dict) -> list[int]:
+    """The channel counts a camera feature's statistics may have (:func:`camera_channels` first): one when the
+    names say which axis holds the channels, else each end of the shape that is a channel count."""
+    shape = [s for s in (feat.get("shape") or []) if isinstance(s, int) and not isinstance(s, bool)]
     names = feat.get("names")
-    if isinstance(names, list) and len(names) == 3 and names[2] in ("channel", "channels") and len(shape) == 3:
-        return int(shape[2])
-    return int(shape[0]) if shape else 3
+    if len(shape) != 3:
+        return [int(shape[0])] if shape else [3]
+    if isinstance(names, list) and len(names) == 3:
+        if names[2] in ("channel", "channels"):
+            return [int(shape[2])]
+        if names[0] in ("channel", "channels"):
+            return [int(shape[0])]
+    out = [int(s) for s in (shape[2], shape[0]) if s in CHANNEL_COUNTS]
+    return list(dict.fromkeys(out)) or [int(shape[0])]
 
 
 def accepted_shapes(feat: dict) -> list[tuple[int, ...]]:
     """Shapes lerobot writes for the statistics (not ``count``) of a feature; empty when unknown.
 
     Numeric: the feature shape; for rank >= 2 also ``(shape[-1],)``, which lerobot 0.4.x writes (its
-    ``RunningQuantileStats`` flattens every axis but the last). Camera: ``(channels, 1, 1)``.
+    ``RunningQuantileStats`` flattens every axis but the last). Camera: ``(channels, 1, 1)``, for each axis that may
+    hold the channels (:func:`camera_channel_options`).
     """
     shape = feat.get("shape")
     if not isinstance(shape, list) or not shape or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
         return []
     kind = feature_kind(feat)
     if kind == "camera":
-        return [(camera_channels(feat), 1, 1)]
+        return [(c, 1, 1) for c in camera_channel_options(feat)]
     if kind == "numeric":
         out = [tuple(shape)]
         if len(shape) >= 2:
