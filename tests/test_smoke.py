@@ -89,7 +89,7 @@ def test_clean_v21_text_report_and_episode_subset_from_a_mixture(tmp_path):
 
 
 # ------------------------------------------------------------------ broken data: validate's findings, exit 1
-@pytest.mark.parametrize("name,check", [("broken_lfs_video", "F004"), ("broken_dtype_drift", "S003")])
+@pytest.mark.parametrize("name,check", [("broken_lfs_video", "F004"), ("broken_undeclared_column", "S002")])
 def test_blocking_defects_fail_with_the_same_findings_validate_gives(tmp_path, name, check):
     root = copy_fixture(name, tmp_path)
     v = lrtool("validate", str(root))
