@@ -134,6 +134,8 @@ class DatasetReport:
     """Everything validate found about one target.
 
     ``causes`` are the root causes many findings share (:class:`RootCause`), reported before the findings.
+    ``curation`` (:class:`lerobot_tools.checks.content.facts.CurationFacts`, or None) is what the keep-list writer
+    reads; it is not part of the JSON document.
     """
 
     target: str
@@ -145,6 +147,7 @@ class DatasetReport:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     causes: list[RootCause] = field(default_factory=list)
+    curation: Any = None
 
     def counts(self, *, include_known: bool = False) -> dict[str, int]:
         out = {ERROR: 0, WARNING: 0, INFO: 0}

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lerobot_tools.checks import catalogue
+from lerobot_tools.checks.content.facts import CurationFacts
+from lerobot_tools.checks.content.options import ContentOptions
 from lerobot_tools.dataset.footers import FooterInfo
 from lerobot_tools.dataset.model import Dataset
 from lerobot_tools.dataset.targets import Target
@@ -32,6 +34,9 @@ class ValidateOptions:
         world_size: number of ranks for R004 (None = not checked).
         all_videos: probe every video header with PyAV (default: the first file per video key;
             every file is still sniffed and box-walked). Implied by ``deep``.
+        content: thresholds of the episode content checks (family Q, with ``deep``); None leaves the family out
+            (``lrtool repair`` validates without it: nothing there is repaired mechanically).
+        camera_frames: decoded frames sampled per episode and camera for Q011-Q014 (0: not run).
     """
 
     deep: bool = False
@@ -41,6 +46,8 @@ class ValidateOptions:
     row_group_mb: float = 32.0
     world_size: int | None = None
     all_videos: bool = False
+    content: ContentOptions | None = field(default_factory=ContentOptions)
+    camera_frames: int = 0
 
 
 class CheckContext:
@@ -78,6 +85,9 @@ class CheckContext:
         #: missing referenced files found under a neighbouring layout (found path -> expected path): they are
         #: named by F001/F002, never reported again as unreferenced (F003)
         self.relocated: dict[str, str] = {}
+        #: what the keep-list writer and the mixture-wide duplicate search need (set by the content family and
+        #: the engine), carried on the report
+        self.curation = CurationFacts()
 
     # -------------------------------------------------------------- selection
     def enabled(self, *check_ids: str) -> bool:

@@ -20,9 +20,13 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from lerobot_tools._arrow_numpy import list_lengths, numpy_values
 from lerobot_tools._memory import release_freed, resident_bytes
 from lerobot_tools._parallel import read_ahead, thread_map
+from lerobot_tools.checks.content import run as content_run
+from lerobot_tools.checks.content.episode import ContentBuilder, ContentRequest, EpisodeSummary
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.stats import deep as stats_deep
 from lerobot_tools.dataset.footers import row_group_rows
@@ -58,6 +62,8 @@ class _FileScan:
     rows: int = 0
     #: per-episode moments of the numeric columns when a statistics request was given (G010)
     stats: "stats_deep.FileStats | None" = None
+    #: per-episode content summaries when a content request was given (family Q)
+    content: "list[EpisodeSummary] | None" = None
 
 
 def scan_to_dict(scan: _FileScan) -> dict:
@@ -71,6 +77,7 @@ def scan_to_dict(scan: _FileScan) -> dict:
         "list_bad": [[k, v] for k, v in scan.list_bad.items()],
         "rows": scan.rows,
         "stats": scan.stats.to_dict() if scan.stats is not None else None,
+        "content": [c.to_dict() for c in scan.content] if scan.content is not None else None,
     }
 
 
@@ -90,11 +97,14 @@ def scan_from_dict(d: dict) -> _FileScan:
     scan.list_bad = {str(k): int(v) for k, v in d["list_bad"]}
     if d.get("stats") is not None:
         scan.stats = stats_deep.FileStats.from_dict(d["stats"])
+    if d.get("content") is not None:
+        scan.content = [EpisodeSummary.from_dict(c) for c in d["content"]]
     return scan
 
 
 def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int | None,
-              list_columns: dict[str, int], stats: "stats_deep.StatsRequest | None" = None) -> _FileScan:
+              list_columns: dict[str, int], stats: "stats_deep.StatsRequest | None" = None,
+              content: ContentRequest | None = None) -> _FileScan:
     """Stream one data file's index columns and return what was seen (see module docstring).
 
     Args:
@@ -104,6 +114,8 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
         index_offset: the global ``index`` expected on the first row (None skips D002).
         list_columns: variable-length list columns to check, name -> declared length.
         stats: the numeric columns (and quantile thresholds) to accumulate per episode for G010, or None.
+        content: the action/state columns to summarise per episode for family Q
+            (:mod:`lerobot_tools.checks.content.episode`), or None.
 
     Raises:
         Exception: pyarrow errors for unreadable data pages (the caller reports them).
@@ -124,20 +136,28 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     wanted = [c for c in ("episode_index", "frame_index", "index", "timestamp") if usable(c)]
     cols = wanted + [c for c in list_columns if c in names]
     builder = stats_deep.FileStatsBuilder(stats) if stats is not None else None
+    summariser = ContentBuilder(content) if content is not None else None
     batch_rows = BATCH_ROWS
+    numeric: dict = {}
     if builder is not None:
         cols += [c for c in builder.names if c in names and c not in cols]
-        batch_rows = stats_deep.batch_rows_for(pf.schema_arrow, builder.columns, BATCH_ROWS)
+        numeric.update(builder.columns)
+    if summariser is not None:
+        cols += [c for c in summariser.names if c in names and c not in cols]
+        numeric.update({n: (d, np.dtype(np.float64)) for n, (d, _) in content.columns.items() if n not in numeric})
+    if numeric:
+        batch_rows = stats_deep.batch_rows_for(pf.schema_arrow, numeric, BATCH_ROWS)
     scan = _FileScan()
     if "episode_index" not in wanted or not cols:
         return scan
     carry_ep = None
     carry_pos = 0
-    if builder is not None:  # statistics: decode the next batches while the numpy pass runs on this one
+    reducing = builder is not None or summariser is not None
+    if reducing:  # statistics or content: decode the next batches while the numpy pass runs on this one
         batches = _decode_ahead(path, pf, cols, batch_rows)
     else:
         batches = pf.iter_batches(batch_size=batch_rows, columns=cols)
-    pool = pa.default_memory_pool() if builder is not None else None
+    pool = pa.default_memory_pool() if reducing else None
     released = time.perf_counter()
     with contextlib.closing(batches):  # stops and joins the read-ahead thread whatever happens in the loop
         for batch in batches:
@@ -161,8 +181,11 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                 scan.episodes.setdefault(e, _EpisodeStats()).rows += int(ln)
             carry_pos = int(pos[-1]) + 1
             carry_ep = int(ep[-1])
+            if summariser is not None:
+                summariser.add(batch, ep[starts], starts, lens)
             if builder is not None:
                 builder.add(batch, ep[starts], starts, lens)
+            if reducing:
                 now = resident_bytes()
                 if now is None:
                     due = time.perf_counter() - released >= RELEASE_EVERY_S
@@ -216,6 +239,8 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                     scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad
             scan.rows += n
 
+    if summariser is not None:
+        scan.content = summariser.result()
     if builder is not None:
         # the parsed footer (~100 MB for 14,000 row groups) is not needed to merge the moments: free it first
         del batches, pf
@@ -282,8 +307,9 @@ def _decode_ahead(path, pf, cols: list[str], batch_rows: int):
 def run(ctx: CheckContext) -> None:
     """Family D (``--deep``): stream the index columns of every readable data file.
 
-    Emits D001-D005, C005 per episode, F007 for data pages that cannot be read behind a valid footer, and
-    (through :mod:`lerobot_tools.checks.stats.deep`) G010. Reads the options ``deep`` and ``tolerance_s``,
+    Emits D001-D005, C005 per episode, F007 for data pages that cannot be read behind a valid footer,
+    (through :mod:`lerobot_tools.checks.stats.deep`) G010, and (through :mod:`lerobot_tools.checks.content.run`)
+    the episode content checks of family Q. Reads the options ``deep`` and ``tolerance_s``,
     ``ctx.episodes_ok``, ``ctx.data_files``, ``ctx.footers``, ``ctx.bad_data_files`` and ``ctx.stats_facts``;
     sets nothing.
     """
@@ -291,10 +317,12 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("D001-D005, C005 per episode", "--deep not given (footers only)")
         if ctx.enabled("G010") and ctx.stats_facts is not None:
             ctx.skip("G010 (stored statistics against the data)", "--deep not given")
+        content_run.not_deep(ctx)
         return
     ds = ctx.dataset
     if not ctx.episodes_ok or not ctx.data_files:
         ctx.skip("D001-D005", "no readable episode metadata or data files")
+        content_run.not_deep(ctx, "no readable episode metadata or data files")
         return
     import pyarrow as pa
 
@@ -310,6 +338,8 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("D002 across files", "some data files are missing or unreadable, so global index positions are unknown")
     stats = _stats_comparison(ctx, by_ep)
     stats_complete = not ctx.bad_data_files
+    content = content_run.start(ctx, next((ctx.footers[df.relpath] for df in ctx.data_files
+                                           if df.relpath in ctx.footers), None))
     for df in ctx.data_files:
         rel = df.relpath
         footer = ctx.footers.get(rel)
@@ -331,6 +361,8 @@ def run(ctx: CheckContext) -> None:
         if offset is None and ds.layout == "v3" and first is not None:
             offset = first.from_index  # after an unreadable file, v3 metadata still says where this one starts
         kw = {} if stats is None else {"stats": stats.request(df.episodes)}
+        if content is not None:
+            kw["content"] = content.request
         try:
             scan = ctx.observer.scan_file(rel, ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset,
                                           list_columns=list_cols, **kw)
@@ -344,6 +376,8 @@ def run(ctx: CheckContext) -> None:
                 stats_complete = False
             else:
                 stats.add_file(scan.stats)
+        if content is not None:
+            content.add(scan.content)
         if global_offset is not None:
             global_offset += footer.num_rows
         _report_file(ctx, df, scan, by_ep, prev_last_ep, tol)
@@ -351,6 +385,8 @@ def run(ctx: CheckContext) -> None:
             prev_last_ep = scan.runs[-1][0]
     if stats is not None:
         stats_deep.report(ctx, stats, complete=stats_complete and not stats.split)
+    if content is not None:
+        content.finish(ctx)
 
 
 def _stats_comparison(ctx: CheckContext, by_ep: dict) -> "stats_deep.StatsComparison | None":

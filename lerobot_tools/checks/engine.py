@@ -14,6 +14,7 @@ from typing import Callable
 
 from lerobot_tools._memory import release_freed
 from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, stats, targets, tasks, videos
+from lerobot_tools.checks.content import run as content_run
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.model import INFO_PATH, Dataset, NotADatasetError
@@ -81,8 +82,8 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
             report.codebase_version = ctx.dataset.codebase_version
             for letter, fam in _families():
                 if not ctx.family_enabled(letter) and letter not in ("C", "F", "I") \
-                        and not (letter == "D" and ctx.enabled("G010")):  # the deep pass also computes G010
-                    continue
+                        and not (letter == "D" and (ctx.enabled("G010") or content_run.enabled(ctx))):
+                    continue  # the deep pass also computes G010 and the content checks (Q)
                 try:
                     fam(ctx)
                 except StopChecks as stop:
@@ -93,10 +94,26 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
                     # now: hand their pages back before the next family parses its own
                     release_freed()
     report.causes = shared_causes(ctx.placeholders)
+    report.curation = _curation(ctx)
     report.findings = group_findings(ctx.findings)
     report.not_checked = ctx.not_checked
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _curation(ctx: CheckContext):
+    """The target's :class:`~lerobot_tools.checks.content.facts.CurationFacts`, completed with the episode list
+    and every finding that names an episode (before findings are grouped)."""
+    from lerobot_tools.checks.content.facts import EpisodeFinding
+
+    facts = ctx.curation
+    if ctx.dataset is not None and ctx.episodes_ok:
+        eps = ctx.dataset.episodes
+        facts.episodes = [e.episode_index for e in eps]
+        facts.lengths = {e.episode_index: e.length for e in eps if e.length is not None}
+    facts.findings = [EpisodeFinding(int(f.subject["episode"]), f.check, f.severity, f.message)
+                      for f in ctx.findings if isinstance(f.subject.get("episode"), int)]
+    return facts
 
 
 def validate_contained(target: Target, options: ValidateOptions | None = None, *,

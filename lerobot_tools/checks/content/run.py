@@ -1,0 +1,85 @@
+"""The hooks :mod:`lerobot_tools.checks.deep` calls for family Q, so the content checks share its one read.
+
+``start`` plans the request from the first readable data file's schema, ``add`` collects each file's episode
+summaries, ``finish`` drops the episodes whose rows are split (D004 reports them) and judges the rest
+(:mod:`.decide`). Without ``--deep`` (or without readable data) the family is listed as not checked, except on a
+copy whose data has not been downloaded yet, where :mod:`.meta` judges what the stored statistics allow.
+"""
+
+from __future__ import annotations
+
+from lerobot_tools.checks.content.decide import judge, short_episodes
+from lerobot_tools.checks.content.episode import EpisodeSummary
+from lerobot_tools.checks.content.plan import ContentPlan, plan_for
+from lerobot_tools.checks.context import CheckContext
+
+#: the content checks computed from the data (``--deep``)
+DATA_CHECKS = "Q001-Q009 (episode content)"
+
+
+def enabled(ctx: CheckContext) -> bool:
+    """The content checks are asked for: ``ctx.options.content`` is set and some Q check is selected."""
+    return getattr(ctx.options, "content", None) is not None and ctx.family_enabled("Q")
+
+
+def not_deep(ctx: CheckContext, reason: str = "--deep not given (the data columns are not read)") -> None:
+    """Say why the content checks did not run (Q008 needs only the metadata, but the family is one pass: it
+    runs with the others, so that a default validate says the same as before it existed)."""
+    if not enabled(ctx):
+        return
+    ctx.skip(DATA_CHECKS, reason)
+
+
+def _lengths(ctx: CheckContext) -> dict[int, int]:
+    return {e.episode_index: e.length for e in ctx.dataset.episodes if e.length is not None}
+
+
+class ContentRun:
+    """One dataset's content checks during the deep pass."""
+
+    def __init__(self, plan: ContentPlan):
+        self.plan = plan
+        self.request = plan.request
+        self.summaries: list[EpisodeSummary] = []
+        self.missing_files = 0
+
+    def add(self, summaries: list[EpisodeSummary] | None) -> None:
+        """One data file's summaries (None: the file's scan carried none, e.g. a replayed scan without them)."""
+        if summaries is None:
+            self.missing_files += 1
+            return
+        self.summaries.extend(summaries)
+
+    def finish(self, ctx: CheckContext) -> None:
+        """Judge the episodes (Q001-Q007, Q009), Q008 from the metadata lengths, and note what was not read."""
+        opts = ctx.options.content
+        seen: dict[int, int] = {}
+        for s in self.summaries:
+            seen[s.episode] = seen.get(s.episode, 0) + 1
+        split = {e for e, c in seen.items() if c > 1}
+        kept = [s for s in self.summaries if s.episode not in split]
+        if split:
+            ctx.skip("Q001-Q009 for episodes whose rows are not contiguous",
+                     f"{len(split)} episode(s) appear in more than one run of rows (D004)")
+        if ctx.bad_data_files or self.missing_files:
+            ctx.skip("Q001-Q009 for the episodes of unreadable data files",
+                     f"{len(ctx.bad_data_files) + self.missing_files} data file(s) could not be read")
+        judge(ctx, self.plan, kept, opts, ctx.curation)
+        short_episodes(ctx, _lengths(ctx), opts.chunk_size)
+
+
+def start(ctx: CheckContext, footer) -> ContentRun | None:
+    """The content run for this dataset (``footer``: the first readable data file's), or None when the family
+    is not asked for or the data has no action/state column (said in the report)."""
+    if not enabled(ctx):
+        return None
+    if footer is None:
+        not_deep(ctx, "no readable data file")
+        return None
+    plan = plan_for(ctx.dataset, footer.schema, ctx.options.content)
+    if plan is None:
+        ctx.skip("Q001-Q007, Q009 (episode content)", "the data has no numeric action or observation column of "
+                 "shape [d]")
+        short_episodes(ctx, _lengths(ctx), ctx.options.content.chunk_size)
+        return None
+    return ContentRun(plan)
