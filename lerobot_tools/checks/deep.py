@@ -387,6 +387,7 @@ def run(ctx: CheckContext) -> None:
         stats_deep.report(ctx, stats, complete=stats_complete and not stats.split)
     if content is not None:
         content.finish(ctx)
+    content_run.cameras(ctx, content)
 
 
 def _stats_comparison(ctx: CheckContext, by_ep: dict) -> "stats_deep.StatsComparison | None":

@@ -42,9 +42,13 @@ def options_to_dict(o: ValidateOptions) -> dict[str, Any]:
 
 def options_from_dict(d: dict[str, Any]) -> ValidateOptions:
     """Inverse of :func:`options_to_dict`."""
+    from lerobot_tools.checks.content.options import ContentOptions
+
     d = dict(d)
     d["select"] = set(d["select"]) if d.get("select") is not None else None
     d["ignore"] = set(d.get("ignore") or [])
+    if isinstance(d.get("content"), dict):
+        d["content"] = ContentOptions(**d["content"])
     return ValidateOptions(**d)
 
 

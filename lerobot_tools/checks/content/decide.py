@@ -35,11 +35,11 @@ SPIKE_DATASET = 5.0
 
 
 def judge(ctx: CheckContext, plan: ContentPlan, summaries: list[EpisodeSummary], opts: ContentOptions,
-          facts: CurationFacts) -> None:
+          facts: CurationFacts) -> set[int]:
     """Emit Q001-Q007 and Q009 for ``summaries`` (one per episode, split episodes already removed), record the
-    trimmable frames and the signatures in ``facts``. Q008 is :func:`short_episodes`."""
+    trimmable frames and the signatures in ``facts``; return the frozen episodes. Q008 is :func:`short_episodes`."""
     if not summaries:
-        return
+        return set()
     fps = ctx.dataset.fps or 0.0
     labels = plan.labels
     rng = np.stack([s.rng for s in summaries]).astype(np.float64)  # (E, D), NaN where a column holds NaN/Inf
@@ -99,6 +99,7 @@ def judge(ctx: CheckContext, plan: ContentPlan, summaries: list[EpisodeSummary],
     _duplicates(ctx, summaries, frozen, opts)
     facts.signatures = [(s.episode, s.signature) for k, s in enumerate(summaries) if not frozen[k]]
     facts.dims = len(labels)
+    return {s.episode for k, s in enumerate(summaries) if frozen[k]}
 
 
 def _nan(fn, a: np.ndarray) -> np.ndarray:

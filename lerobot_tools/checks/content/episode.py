@@ -256,7 +256,7 @@ def _lag(x: np.ndarray, ok: np.ndarray, pairs: list[tuple[int, int]], max_lag: i
     size = 1 << int(np.ceil(np.log2(2 * m)))
     cc = np.fft.irfft(np.conj(np.fft.rfft(a, size, axis=0)) * np.fft.rfft(s, size, axis=0), size, axis=0).sum(axis=1)
     lags = np.arange(-max_lag, max_lag + 1)
-    return (cc[lags % size] / ((m - np.abs(lags)) * a.shape[1])).astype(np.float16)
+    return np.clip(cc[lags % size] / ((m - np.abs(lags)) * a.shape[1]), -1.0, 1.0).astype(np.float16)
 
 
 class ContentBuilder:

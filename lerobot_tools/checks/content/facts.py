@@ -35,6 +35,7 @@ class CurationFacts:
         findings: every finding naming an episode (:class:`EpisodeFinding`), in the order raised.
         downloaded: None for a complete copy; for a copy made by ``lrtool prefetch --meta-only`` (and
             completed for some episodes since), the set of episodes whose files were fetched.
+        license: the ``license:`` the dataset card (README.md front matter) states, or None.
     """
 
     episodes: list[int] = field(default_factory=list)
@@ -44,3 +45,4 @@ class CurationFacts:
     dims: int | None = None
     findings: list[EpisodeFinding] = field(default_factory=list)
     downloaded: set[int] | None = None
+    license: str | None = None

@@ -42,6 +42,7 @@ class ContentRun:
         self.request = plan.request
         self.summaries: list[EpisodeSummary] = []
         self.missing_files = 0
+        self.frozen: set[int] = set()
 
     def add(self, summaries: list[EpisodeSummary] | None) -> None:
         """One data file's summaries (None: the file's scan carried none, e.g. a replayed scan without them)."""
@@ -64,8 +65,17 @@ class ContentRun:
         if ctx.bad_data_files or self.missing_files:
             ctx.skip("Q001-Q009 for the episodes of unreadable data files",
                      f"{len(ctx.bad_data_files) + self.missing_files} data file(s) could not be read")
-        judge(ctx, self.plan, kept, opts, ctx.curation)
+        self.frozen = judge(ctx, self.plan, kept, opts, ctx.curation)
         short_episodes(ctx, _lengths(ctx), opts.chunk_size)
+
+
+def cameras(ctx: CheckContext, run: ContentRun | None) -> None:
+    """Q011-Q014 after the deep pass (``--camera-frames``), when the family is asked for."""
+    if not enabled(ctx) or not ctx.episodes_ok:
+        return
+    from lerobot_tools.checks.content.camera import judge_cameras
+
+    judge_cameras(ctx, getattr(ctx.options, "camera_frames", 0), run.frozen if run is not None else set())
 
 
 def start(ctx: CheckContext, footer) -> ContentRun | None:
