@@ -709,8 +709,8 @@ _CHECKS = [
     # ------------------------------------------------------------------ L: ledger and licence (before download)
     Check("L001", "episode-ledger", WARNING, "The v3.0 episode ledger shows the file-boundary signature of a "
           "faulty conversion.",
-          "v3.0 `meta/episodes` data/chunk_index and data/file_index of consecutive episodes never go back or "
-          "skip a file; with a data file's footer on disk: its row count equals the lengths of the episodes the "
+          "v3.0 `meta/episodes` data/chunk_index and data/file_index of consecutive episodes never go back; "
+          "with a data file's footer on disk: its row count equals the lengths of the episodes the "
           "ledger places in it, else the signature of lerobot's v2.1->v3.0 converter bug (huggingface/lerobot#2401: "
           "the first episode of every file after the first is recorded in the file before) is named.",
           "lerobot 0.4.4 loads every data file, so training reads the rows (a warning), but every tool that "

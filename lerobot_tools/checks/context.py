@@ -88,6 +88,13 @@ class CheckContext:
         #: what the keep-list writer and the mixture-wide duplicate search need (set by the content family and
         #: the engine), carried on the report
         self.curation = CurationFacts()
+        #: the copy's download marker (:mod:`lerobot_tools.dataset.downloads`), None for a complete copy
+        self.download = None
+
+    def not_downloaded(self, episodes: list[int]) -> bool:
+        """True when a file holding ``episodes`` is absent because the copy is marked as not downloaded yet
+        (``lrtool prefetch --meta-only``) and it holds none of the episodes fetched since."""
+        return self.download is not None and not self.download.downloaded(episodes)
 
     # -------------------------------------------------------------- selection
     def enabled(self, *check_ids: str) -> bool:

@@ -13,7 +13,7 @@ import time
 from typing import Callable
 
 from lerobot_tools._memory import release_freed
-from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, stats, targets, tasks, videos
+from lerobot_tools.checks import counts, deep, files, info, ledger, rowgroups, schema, stats, targets, tasks, videos
 from lerobot_tools.checks.content import run as content_run
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
@@ -37,6 +37,7 @@ def _families() -> list[tuple[str, Family]]:
         ("F", files.run),
         ("T", tasks.run_data),
         ("C", counts.run_data),
+        ("L", ledger.run),
         ("S", schema.run),
         ("R", rowgroups.run),
         ("F", videos.run),
@@ -79,6 +80,12 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
             ctx.emit("I001" if isinstance(exc, NotADatasetError) else "I002", exc.message, INFO_PATH)
             ctx.skip("all other checks", "meta/info.json could not be read")
         if ctx.dataset is not None:
+            from lerobot_tools.dataset.downloads import read_state
+
+            ctx.download = read_state(target.root)
+            if ctx.download is not None:
+                ctx.curation.downloaded = set(ctx.download.episodes)
+                report.notes.append(ctx.download.describe())
             report.codebase_version = ctx.dataset.codebase_version
             for letter, fam in _families():
                 if not ctx.family_enabled(letter) and letter not in ("C", "F", "I") \

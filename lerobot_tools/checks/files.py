@@ -104,6 +104,7 @@ def run(ctx: CheckContext) -> None:
                  f"the episode metadata is unreadable; data files taken from {layout.source}")
     ctx.data_files = data_files
     missing = []
+    pending: list[str] = []  # absent files a --meta-only copy has not downloaded yet (never "missing")
     paths = [_locate(ds, df.relpath) for df in data_files]
     reads = thread_map(_read_data_file, [(p, df.relpath) for df, p in zip(data_files, paths)
                                          if not isinstance(p, DatasetError)], io_bound=True)
@@ -114,6 +115,10 @@ def run(ctx: CheckContext) -> None:
             ctx.bad_data_files.add(rel)
             continue
         s, footer = next(reads)
+        if s.kind == "missing" and ctx.not_downloaded(df.episodes):
+            pending.append(rel)
+            ctx.bad_data_files.add(rel)
+            continue
         if s.kind == "missing":
             missing.append(df)
             ctx.bad_data_files.add(rel)
@@ -138,9 +143,12 @@ def run(ctx: CheckContext) -> None:
             else:
                 msg = f"data file for episode {format_episodes(df.episodes)} is missing (named by {layout.source})"
             ctx.emit("F001", msg, df.relpath, group="data files are missing", file_kind="data")
-    if ctx.bad_data_files:
+    if pending:
+        ctx.skip("F001, S001-S007, R001-R004, C002/C005, D001-D005, Q001-Q009 for data files not downloaded",
+                 f"{len(pending)} of {len(data_files)} data file(s) not downloaded yet ({ctx.download.describe()})")
+    if len(ctx.bad_data_files) > len(pending):
         ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
-                 f"{len(ctx.bad_data_files)} of {len(data_files)} data file(s) missing or unreadable")
+                 f"{len(ctx.bad_data_files) - len(pending)} of {len(data_files)} data file(s) missing or unreadable")
 
     # F003 orphans under data/: never a file the template names while the metadata that lists them is unreadable
     if layout is not None or not ctx.episodes_complete:

@@ -51,6 +51,7 @@ def run(ctx: CheckContext) -> None:
     probe_all = ctx.options.deep or ctx.options.all_videos
     probes = {}
     missing = []
+    pending = 0  # absent files a --meta-only copy has not downloaded yet (never "missing")
     # two passes over a thread pool, emitting in file order: sniff every file, then probe those that may be
     # videos (the decoder header of the first of each video key, or of all)
     located = []
@@ -79,6 +80,9 @@ def run(ctx: CheckContext) -> None:
     for vf, path, s, with_header in plan:
         if isinstance(path, DatasetError):
             ctx.emit("I008", path.message, vf.relpath, key="video_path", video_key=vf.video_key)
+            continue
+        if s.kind == "missing" and ctx.not_downloaded(vf.episodes):
+            pending += 1
             continue
         if s.kind == "missing":
             missing.append(vf)
@@ -110,6 +114,9 @@ def run(ctx: CheckContext) -> None:
                 ctx.emit("F002", f"video file of {vf.video_key} for episode(s) {format_episodes(vf.episodes)} is missing",
                          vf.relpath, group=f"video files of {vf.video_key} are missing", file_kind="video",
                          video_key=vf.video_key)
+    if pending:
+        ctx.skip("F002, F008-F010 for video files not downloaded",
+                 f"{pending} of {len(files)} video file(s) not downloaded yet ({ctx.download.describe()})")
     # a readable file whose header was not read (not the first of its video key, or the first could not be read)
     if use_pyav and not probe_all and any(not with_header for _, _, with_header in probes.values()):
         ctx.skip("F009 (codec/pix_fmt of every file)",

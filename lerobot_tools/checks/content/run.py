@@ -24,10 +24,37 @@ def enabled(ctx: CheckContext) -> bool:
 
 def not_deep(ctx: CheckContext, reason: str = "--deep not given (the data columns are not read)") -> None:
     """Say why the content checks did not run (Q008 needs only the metadata, but the family is one pass: it
-    runs with the others, so that a default validate says the same as before it existed)."""
+    runs with the others, so that a default validate says the same as before it existed). On a copy whose data
+    is not downloaded yet, judge what the stored statistics allow instead (:mod:`.meta`)."""
     if not enabled(ctx):
         return
+    if ctx.download is not None and ctx.episodes_ok:
+        pending = _pending(ctx)
+        _from_statistics(ctx, pending)
+        if len(pending) < len(ctx.dataset.episode_indices):
+            ctx.skip(DATA_CHECKS + " for the downloaded episodes", reason)
+        return
     ctx.skip(DATA_CHECKS, reason)
+
+
+def _pending(ctx: CheckContext) -> set[int]:
+    """Episodes whose data file is absent because the copy has not downloaded it yet."""
+    if not ctx.data_files:
+        return {e for e in ctx.dataset.episode_indices if not ctx.download.downloaded([e])}
+    return {e for df in ctx.data_files if df.relpath in ctx.bad_data_files and ctx.not_downloaded(df.episodes)
+            for e in df.episodes}
+
+
+def _from_statistics(ctx: CheckContext, episodes: set[int]) -> None:
+    """The meta tier for ``episodes`` (not downloaded), and what it cannot see."""
+    from lerobot_tools.checks.content.meta import judge_stats
+
+    if not episodes:
+        return
+    judge_stats(ctx, episodes)
+    ctx.skip("Q002, Q003, Q005-Q007, Q009, Q013 for episodes not downloaded",
+             f"{len(episodes)} episode(s) judged from their stored statistics only (Q001, Q004, Q008, Q011, Q012, "
+             "Q014): the others need the data")
 
 
 def _lengths(ctx: CheckContext) -> dict[int, int]:
@@ -62,11 +89,18 @@ class ContentRun:
         if split:
             ctx.skip("Q001-Q009 for episodes whose rows are not contiguous",
                      f"{len(split)} episode(s) appear in more than one run of rows (D004)")
-        if ctx.bad_data_files or self.missing_files:
+        files = {df.relpath: df for df in ctx.data_files}
+        unread = {f for f in ctx.bad_data_files if f not in files or not ctx.not_downloaded(files[f].episodes)}
+        if unread or self.missing_files:
             ctx.skip("Q001-Q009 for the episodes of unreadable data files",
-                     f"{len(ctx.bad_data_files) + self.missing_files} data file(s) could not be read")
+                     f"{len(unread) + self.missing_files} data file(s) could not be read")
         self.frozen = judge(ctx, self.plan, kept, opts, ctx.curation)
-        short_episodes(ctx, _lengths(ctx), opts.chunk_size)
+        lengths = _lengths(ctx)
+        if ctx.download is not None:
+            pending = _pending(ctx)
+            _from_statistics(ctx, pending)  # Q008 for them comes from there
+            lengths = {e: n for e, n in lengths.items() if e not in pending}
+        short_episodes(ctx, lengths, opts.chunk_size)
 
 
 def cameras(ctx: CheckContext, run: ContentRun | None) -> None:
