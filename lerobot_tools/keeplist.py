@@ -139,7 +139,7 @@ def keep_lines(targets: list[Target], reports: list[DatasetReport], base: Path,
         facts = r.curation
         if t.root is None or facts is None or not facts.episodes:
             why = t.error or "the episode metadata could not be read"
-            line.notes.append(f"{t.spec}: not judged ({why}); kept as written")
+            line.notes.append(f"{line.name}: not judged ({why}); kept as written")
             line.kept = None if t.root is None or facts is None else None
             out.append(line)
             continue
@@ -163,9 +163,9 @@ def keep_lines(targets: list[Target], reports: list[DatasetReport], base: Path,
         errors = sorted({f.check for f in r.findings if f.severity == ERROR and f.check not in
                          {x.check for x in facts.findings}})
         if errors:
-            line.notes.append(f"validate found errors in {t.spec} beyond single episodes: {' '.join(errors)}")
+            line.notes.append(f"validate found errors in {line.name} beyond single episodes: {' '.join(errors)}")
         if facts.downloaded is not None:
-            line.notes.append(f"{t.spec}: judged from its metadata (data not downloaded yet)")
+            line.notes.append(f"{line.name}: judged from its metadata where its data is not downloaded yet")
         out.append(line)
     return out
 

@@ -85,7 +85,7 @@ def _converter_signature(ctx: CheckContext) -> None:
         return
     claimed = [sum(by_ep[i].length for i in df.episodes) for df in files]
     last = [by_ep[max(df.episodes)].length for df in files]
-    seen, mismatch, shifted = 0, 0, 0
+    seen, mismatch, shifted, orphan_last = 0, 0, 0, False
     for k, df in enumerate(files):
         footer = ctx.footers.get(df.relpath)
         if footer is None:
@@ -95,11 +95,18 @@ def _converter_signature(ctx: CheckContext) -> None:
         if rows == claimed[k]:
             continue
         mismatch += 1
-        expect = claimed[k] - (last[k] if k < len(files) - 1 else 0) + (last[k - 1] if k > 0 else 0)
-        shifted += rows == expect
+        expect = claimed[k] - last[k] + (last[k - 1] if k > 0 else 0)
+        # every file lost its last recorded episode to the next and holds the previous file's; the ledger's last
+        # file keeps its last episode, unless the real last file held a single episode (then no episode refers to
+        # that file: it is an orphan, and this one lost its last episode like the others)
+        if k == len(files) - 1 and rows == expect + last[k]:
+            shifted += 1
+        elif rows == expect:
+            shifted += 1
+            orphan_last = orphan_last or k == len(files) - 1
     if mismatch and shifted == mismatch and mismatch >= min(2, seen):
-        boundary = [max(df.episodes) for df in files[:-1]]
+        boundary = [max(df.episodes) for df in (files if orphan_last else files[:-1])]
         shown = ", ".join(map(str, boundary[:6])) + (" ..." if len(boundary) > 6 else "")
         ctx.emit("L001", f"the row counts of {mismatch} data file(s) match lerobot's v2.1->v3.0 converter bug "
-                 f"(huggingface/lerobot#2401): episodes {shown} start the next file but are recorded in the one before",
-                 files[0].relpath, file_kind="episodes")
+                 f"(huggingface/lerobot#2401): episode(s) {shown} start the next data file but are recorded in the "
+                 "one before", files[0].relpath, file_kind="episodes")

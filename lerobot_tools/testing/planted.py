@@ -16,7 +16,7 @@ Kinds (:data:`KINDS`) and how each is planted (``d`` a joint chosen per episode,
 * ``spike``: one frame of one state dimension moved by 3 typical ranges of the dimension, then back;
 * ``jump``: one state dimension offset by 3 typical ranges from frame ``t`` on (an encoder wrap);
 * ``nan``: three values of one action dimension set to NaN;
-* ``pinned``: one state dimension held, over 60 % of the episode (10-frame ramps in and out), just above the
+* ``pinned``: one state dimension held, over 70 % of the episode (10-frame ramps in and out), just above the
   dataset's largest value of it;
 * ``lag``: the action 10 frames ahead of where it belongs (the state follows it 10 frames late);
 * ``short``: the episode cut to 30 frames;
@@ -135,7 +135,7 @@ def plant(episodes: list[np.ndarray], plan: dict[int, list[str]], fps: int, seed
                 x[t:t + 3, int(rng.integers(0, JOINTS))] = np.nan
             elif kind == "pinned":
                 c = top[d] + 0.1 * typ[d]
-                a, b = n // 5, n // 5 + int(0.6 * n)
+                a, b = n // 8, n // 8 + int(0.7 * n)
                 ramp = min(10, a)
                 x[a - ramp:a, d] = np.linspace(x[a - ramp, d], c, ramp + 1)[1:]
                 x[a:b, d] = c
