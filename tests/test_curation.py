@@ -41,27 +41,20 @@ def deep(path, **kw):
 
 
 # ---------------------------------------------------------------------- the checks, at their planted episodes
-@pytest.mark.parametrize("name, check, episodes", [
-    ("broken_episode_frozen", "Q001", {3}),
-    ("broken_episode_spike", "Q004", {5, 8}),
-    ("broken_episode_nan", "Q005", {4}),
-    ("broken_episode_lag", "Q007", {6}),
-    ("broken_episode_duplicate", "Q009", {9, 10}),
-])
-def test_each_planted_defect_is_found_at_its_episode_and_nowhere_else(name, check, episodes):
-    r = deep(DS / name)
-    content = {f"Q00{i}" for i in range(1, 8)} | {"Q009"}
-    q = {e: c & content for e, c in flagged(r).items() if c & content}
-    assert q == {e: {check} for e in episodes}, [f.message for f in r.findings]
+#: broken_episode_content's planted defects (fixtures/generate.py CONTENT_PLAN) and the check each raises
+PLANTED = {2: {"Q002"}, 3: {"Q001"}, 4: {"Q005"}, 5: {"Q004"}, 6: {"Q007"}, 7: {"Q006"}, 8: {"Q004"},
+           9: {"Q009"}, 10: {"Q009"}, 11: {"Q003"}, 12: {"Q008"}}
+CONTENT = {f"Q00{i}" for i in range(1, 10)}
 
 
-def test_info_checks_and_trimmable_frames():
-    r = deep(DS / "curation_infos")
-    got = flagged(r, "Q002", "Q003", "Q006", "Q008")
-    assert got == {2: {"Q002"}, 5: {"Q003"}, 7: {"Q006"}, 10: {"Q008"}}
-    assert [f for f in r.findings if f.check.startswith("Q") and f.severity != "info"] == []
-    # the planted idle padding is 2.5 s at the start and 2 s at the end, at 30 fps
-    assert r.curation.trims == {5: (75, 60)}
+def test_each_planted_defect_is_found_at_its_episode_and_nowhere_else():
+    r = deep(DS / "broken_episode_content")
+    got = {e: c & CONTENT for e, c in flagged(r).items() if c & CONTENT}
+    assert got == PLANTED, [f.message for f in r.findings]
+    # the planted idle padding is 2.5 s at the start and 2 s at the end, at 10 fps
+    assert r.curation.trims == {11: (25, 20)}
+    # root cause first: the frozen episode is not also idle, stuck or a duplicate of another frozen one
+    assert flagged(r)[3] & CONTENT == {"Q001"}
 
 
 def test_real_recordings_raise_no_content_warning():
@@ -73,20 +66,20 @@ def test_real_recordings_raise_no_content_warning():
 def test_content_thresholds_are_options():
     from lerobot_tools.checks.content.options import ContentOptions
 
-    r = deep(DS / "broken_episode_spike", content=ContentOptions(spike_k=1000.0))
-    assert "Q004" not in {f.check for f in r.findings}
-    code, out = cli_run("validate", "--deep", "--threshold", "spike_k=1000", DS / "broken_episode_spike")
-    assert code == 0 and "Q004" not in out
-    code, out = cli_run("validate", "--threshold", "nope=1", DS / "broken_episode_spike")
+    r = deep(DS / "broken_episode_content", content=ContentOptions(spike_k=1000.0))
+    assert "Q004" not in {f.check for f in r.findings} and "Q001" in {f.check for f in r.findings}
+    code, out = cli_run("validate", "--deep", "--threshold", "spike_k=1000", DS / "broken_episode_content")
+    assert code == 1 and "Q004" not in out and "Q001" in out  # exit 1: the NaN statistics (G003)
+    code, out = cli_run("validate", "--threshold", "nope=1", DS / "broken_episode_content")
     assert code == 2 and "--threshold 'nope=1'" in out
-    code, out = cli_run("validate", "--threshold", "frozen_rel=2", DS / "broken_episode_spike")
+    code, out = cli_run("validate", "--threshold", "frozen_rel=2", DS / "broken_episode_content")
     assert code == 2 and "within [0, 1]" in out
-    code, out = cli_run("validate", "--deep", "--chunk-size", "10", DS / "curation_infos")
+    code, out = cli_run("validate", "--deep", "--chunk-size", "10", DS / "broken_episode_content")
     assert "Q008" not in out  # 30 frames is not shorter than a 10-action chunk
 
 
 def test_without_deep_the_family_says_it_did_not_run():
-    (r,) = validate([str(DS / "broken_episode_frozen")])
+    (r,) = validate([str(DS / "broken_episode_content")])
     assert "Q001" not in {f.check for f in r.findings}
     assert any(n.checks.startswith("Q001-Q009") and "--deep" in n.reason for n in r.not_checked)
 
@@ -97,15 +90,17 @@ def test_cameras_from_sampled_frames():
     assert any(n.checks.startswith("Q011-Q014") and "--camera-frames" in n.reason for n in r.not_checked)
     r = deep(DS / "broken_camera_content", camera_frames=4)
     assert flagged(r, "Q011", "Q012", "Q013", "Q014") == {1: {"Q011"}, 3: {"Q012"}, 5: {"Q013"}, 6: {"Q014"}}
+    assert [f for f in r.findings if f.check.startswith("Q") and f.check not in ("Q008",)
+            and not f.check.startswith("Q01")] == []
 
 
 def test_duplicates_across_the_datasets_of_a_mixture():
     reports = validate([str(FIXTURES / "curation/duplicates.txt")], ValidateOptions(deep=True))
-    assert [Path(r.root).name for r in reports] == ["curation_dup_a", "curation_dup_b"]
+    assert [Path(r.root).name for r in reports] == ["broken_episode_content", "mixpart_dup_b"]
     assert flagged(reports[0], "Q010") == {}
-    assert flagged(reports[1], "Q010") == {1: {"Q010"}, 4: {"Q010"}}
+    assert flagged(reports[1], "Q010") == {1: {"Q010"}, 2: {"Q010"}}
     (q010,) = [f for f in reports[1].findings if f.check == "Q010"]
-    assert q010.count == 2 and "episode 2 of ../datasets/curation_dup_a" in q010.message
+    assert q010.count == 2 and "episode 0 of ../datasets/broken_episode_content" in q010.message
     # without --deep there are no signatures: nothing is compared
     assert not [f for r in validate([str(FIXTURES / "curation/duplicates.txt")]) for f in r.findings
                 if f.check == "Q010"]
@@ -145,28 +140,29 @@ def test_near_duplicate_search_finds_what_brute_force_finds():
 # ---------------------------------------------------------------------- keep-lists
 def test_write_keep_lists_the_passing_episodes_with_every_reason(tmp_path):
     keep = tmp_path / "keep.txt"
-    code, out = cli_run("validate", "--deep", DS / "broken_episode_duplicate", DS / "curation_infos",
-                        "--write-keep", keep)
-    assert code == 0, out
+    code, out = cli_run("validate", "--deep", DS / "broken_episode_content", "--write-keep", keep)
+    assert code == 1, out  # G003: the NaN episode's statistics
     text = keep.read_text()
-    entries = read_mixture(keep)
-    assert [e.error for e in entries] == [None, None]
-    assert entries[0].episodes == [e for e in range(12) if e not in (9, 10)]
+    (entry,) = read_mixture(keep)
+    # the warnings and the error naming an episode exclude it; the infos (2, 7, 11, 12) do not
+    assert entry.error is None and entry.episodes == [0, 1, 2, 7, 11, 12, 13]
     assert "#   episode 9 excluded: Q009 episode 9 is an exact copy of episode 0" in text
     assert "#   episode 10 excluded: Q009 episode 10 is a near duplicate of episode 0" in text
-    # infos do not exclude; the idle head and tail are recorded as trimmable frames
-    assert entries[1].episodes == list(range(12)) and list(entries[1].trim) == [5]
-    (a0, b0), (a1, b1) = entries[1].trim[5]
-    assert (a0, b0) == (0, 74) and b1 - a1 + 1 == 60
-    # --exclude replaces the rule: Q008 (short) and Q002 (stuck) now leave their episodes out
-    code, _ = cli_run("validate", "--deep", DS / "curation_infos", "--write-keep", keep, "--exclude", "Q008,Q002")
+    assert "#   episode 4 excluded: Q005 NaN or infinite values" in text
+    # the idle head and tail are recorded as trimmable frames
+    assert list(entry.trim) == [11]
+    (a0, b0), (a1, b1) = entry.trim[11]
+    assert (a0, b0) == (0, 24) and b1 - a1 + 1 == 20
+    # --exclude replaces the rule: Q008 (short) and Q002 (stuck) now leave their episodes out, nothing else
+    code, _ = cli_run("validate", "--deep", DS / "broken_episode_content", "--write-keep", keep, "--exclude",
+                      "Q008,Q002")
     (entry,) = read_mixture(keep)
-    assert code == 0 and entry.episodes == [e for e in range(12) if e not in (2, 10)]
+    assert entry.episodes == [e for e in range(14) if e not in (2, 12)]
 
 
 def test_keep_list_of_a_dataset_with_no_passing_episode_and_an_unresolved_entry(tmp_path):
     frozen = tmp_path / "frozen"
-    shutil.copytree(DS / "broken_episode_frozen", frozen)
+    shutil.copytree(DS / "broken_episode_content", frozen)
     mix = tmp_path / "mix.txt"
     mix.write_text(f"{frozen} weight=2\norg/not-here weight=1\n")
     keep = tmp_path / "keep.txt"
@@ -174,7 +170,7 @@ def test_keep_list_of_a_dataset_with_no_passing_episode_and_an_unresolved_entry(
     text = keep.read_text()
     entries = read_mixture(keep)
     assert [e.repo_id for e in entries] == [None, "org/not-here"] and entries[1].weight == 1
-    assert entries[0].episodes == [e for e in range(12) if e != 3] and entries[0].weight == 2
+    assert entries[0].episodes == [e for e in range(14) if e not in (3, 12)] and entries[0].weight == 2
     assert "org/not-here: not judged" in text
     code, _ = cli_run("validate", "--deep", frozen, "--write-keep", keep, "--chunk-size", "1000", "--exclude", "Q008")
     assert "# no episode passes:" in keep.read_text() and read_mixture(keep) == []
@@ -183,14 +179,15 @@ def test_keep_list_of_a_dataset_with_no_passing_episode_and_an_unresolved_entry(
 def test_keep_list_round_trips_through_every_command_and_both_loaders(tmp_path):
     from lerobot_tools.loaders import FrameDataset, MixtureDataset
 
-    root = tmp_path / "infos"
-    shutil.copytree(DS / "curation_infos", root)
+    root = tmp_path / "content"
+    shutil.copytree(DS / "broken_episode_content", root)
     keep = tmp_path / "keep.txt"
-    assert cli_run("validate", "--deep", root, "--write-keep", keep, "--exclude", "Q008")[0] == 0
+    assert cli_run("validate", "--deep", root, "--write-keep", keep)[0] == 1  # G003 (the NaN episode's statistics)
     (entry,) = read_mixture(keep)
-    assert entry.episodes == [e for e in range(12) if e != 10] and entry.trim[5][0] == (0, 74)
-    head, tail = 75, 60
-    assert cli_run("validate", keep)[0] == 0
+    assert entry.episodes == [0, 1, 2, 7, 11, 12, 13] and entry.trim[11][0] == (0, 24)
+    head, tail = 25, 20
+    code, out = cli_run("validate", keep)  # the keep-list itself is a mixture every command reads
+    assert "warning Q0" not in out and "M00" not in out
     assert cli_run("diagnose-decode", keep)[0] == 0
     code, out = cli_run("prefetch", "--offline", keep)
     assert code == 0, out
@@ -200,13 +197,13 @@ def test_keep_list_round_trips_through_every_command_and_both_loaders(tmp_path):
     lengths = dict(zip(fd.episodes, fd.episode_lengths.tolist()))
     full = MixtureDataset(keep, decode_video=False)
     trimmed = MixtureDataset(keep, decode_video=False, trim=True)
-    kept = sum(n for e, n in lengths.items() if e != 10)
+    kept = sum(n for e, n in lengths.items() if e in entry.episodes)
     assert len(full) == kept and len(trimmed) == kept - head - tail
     ft = FrameDataset(root, decode_video=False, episodes=entry.episodes, trim=entry.trim)
-    k = ft.episodes.index(5)
+    k = ft.episodes.index(11)
     first = int(ft.episode_starts[k])
     assert int(ft[first]["frame_index"]) == head and int(ft.locate([first])[1][0]) == head
-    assert int(ft[first + int(ft.episode_lengths[k]) - 1]["frame_index"]) == lengths[5] - tail - 1
+    assert int(ft[first + int(ft.episode_lengths[k]) - 1]["frame_index"]) == lengths[11] - tail - 1
 
 
 def test_trim_syntax_and_what_a_loader_refuses(tmp_path):
@@ -214,17 +211,17 @@ def test_trim_syntax_and_what_a_loader_refuses(tmp_path):
     from lerobot_tools.loaders import FrameDataset
 
     mix = tmp_path / "mix.txt"
-    mix.write_text(f"{DS / 'curation_infos'} trim=5:9-3\n")
+    mix.write_text(f"{DS / 'broken_episode_content'} trim=5:9-3\n")
     (r,) = validate([str(mix)])
     assert [f.check for f in r.findings] == ["M002"] and "bad trim range" in r.findings[0].message
     with pytest.raises(DatasetError, match="lie inside it"):
-        FrameDataset(DS / "curation_infos", decode_video=False, trim={5: [(10, 20)]})
+        FrameDataset(DS / "broken_episode_content", decode_video=False, trim={5: [(10, 20)]})
     with pytest.raises(DatasetError, match="not within its"):
-        FrameDataset(DS / "curation_infos", decode_video=False, trim={5: [(0, 10_000)]})
+        FrameDataset(DS / "broken_episode_content", decode_video=False, trim={5: [(0, 10_000)]})
 
 
 def test_write_keep_is_refused_with_a_distributed_run(tmp_path):
-    code, out = cli_run("validate", DS / "curation_infos", "--write-keep", tmp_path / "k.txt", "--shard", "0/2",
+    code, out = cli_run("validate", DS / "broken_episode_content", "--write-keep", tmp_path / "k.txt", "--shard", "0/2",
                         "--part-out", tmp_path / "p.json")
     assert code == 2 and "--write-keep" in out
 
@@ -270,7 +267,7 @@ def test_meta_only_then_keep_downloads_exactly_the_kept_episodes_files(tmp_path,
     # the stored image statistics show the black (1) and washed-out (3) front camera and the duplicated stream (6);
     # the frozen camera (5) needs the frames
     (entry,) = read_mixture(keep)
-    assert entry.repo_id == "org/cams" and entry.episodes == [0, 2, 4, 5, 7]
+    assert entry.repo_id == "org/cams" and entry.episodes == [0, 2, 4, 5]
 
     srv.reset()
     rep = prefetch(keep, PrefetchOptions(**opts))
@@ -304,7 +301,7 @@ def test_license_of_the_card_and_ledger_on_a_meta_only_copy(tmp_path):
     from lerobot_tools.dataset.downloads import META_ONLY, DownloadState, read_state, write_state
 
     copy = tmp_path / "copy"
-    shutil.copytree(DS / "broken_episode_frozen", copy, ignore=shutil.ignore_patterns("data"))
+    shutil.copytree(DS / "broken_episode_content", copy, ignore=shutil.ignore_patterns("data"))
     (r,) = validate([str(copy)])
     assert "F001" in {f.check for f in r.findings}  # unmarked: the data is missing
     write_state(copy, DownloadState(META_ONLY, "0" * 40))
@@ -323,7 +320,7 @@ def test_scan_with_content_survives_serialisation():
     from lerobot_tools.dataset.footers import read_footer
     from lerobot_tools.dataset.model import Dataset
 
-    ds = Dataset(DS / "broken_episode_nan")
+    ds = Dataset(DS / "broken_episode_content")
     rel = ds.data_files()[0].relpath
     plan = plan_for(ds, read_footer(ds.path(rel), rel).schema, ContentOptions())
     scan = scan_file(ds.path(rel), fps=ds.fps, tolerance_s=1e-4, index_offset=0, list_columns={},

@@ -600,14 +600,14 @@ _CHECKS = [
     # ------------------------------------------------------------------ Q: episode content (curation)
     Check("Q001", "episode-frozen", WARNING, "An episode's action and state never change.",
           "With --deep, every action* and observation* dimension of shape [d] (docs/curation.md#columns): its "
-          "range in the episode is at most --frozen-rel (0.5 %) of the dimension's typical range (the median over "
+          "range in the episode is at most `frozen_rel` (0.5 %) of the dimension's typical range (the median over "
           "the dataset's episodes; any range when that is 0).",
           "It loads, so the loader does not fail (a warning, not an error), but a policy trained on it learns to "
-          "stand still: a follower unplugged or a logger replaying its last reading. The keep-list leaves it out.",
+          "stand still: a follower unplugged or a logger replaying its last reading. The keep-list leaves it out. Thresholds: `--threshold NAME=VALUE` (docs/curation.md#thresholds).",
           "Leave the episode out (`lrtool validate --deep --write-keep keep.txt`), or re-record it.",
           deep=True, **_manual("the recorded content is wrong; a keep-list leaves the episode out")),
     Check("Q002", "dimension-stuck", INFO, "One dimension stays still in an episode while the others move.",
-          "With --deep and at least 5 episodes: a dimension whose range in the episode is below --frozen-rel of "
+          "With --deep and at least 5 episodes: a dimension whose range in the episode is below `frozen_rel` of "
           "its typical range although it moves in at least 80 % of the dataset's episodes.",
           "A stuck joint or a dead sensor channel in that episode; it can also be a task that does not need the "
           "joint, so it is information (on 12 real datasets: 6 of 50 episodes of one bimanual dataset, each a "
@@ -616,7 +616,7 @@ _CHECKS = [
           deep=True, **_manual("the recorded content; a keep-list can leave the episode out")),
     Check("Q003", "episode-idle-ends", INFO, "An episode starts or ends with still frames that can be trimmed.",
           "With --deep: the frames at the start (end) whose every action and state dimension stays within "
-          "--idle-rel (2 %) of its range in the episode from the first (last) frame, reported from --idle-s "
+          "`idle_rel` (2 %) of its range in the episode from the first (last) frame, reported from `idle_s` "
           "(1 s) on, as trimmable frame ranges.",
           "Padding teaches the policy to wait (openpi's DROID training drops idle ranges for this reason, "
           "examples/droid/README_train.md). It loads fine: information.",
@@ -624,10 +624,12 @@ _CHECKS = [
           "leave those frames out; no file is rewritten.",
           deep=True, **_manual("recorded as trimmable frames in a keep-list, never rewritten")),
     Check("Q004", "episode-spike", WARNING, "A dimension jumps far beyond the episode's step sizes.",
-          "With --deep: the largest step |x[t+1] - x[t]| of a dimension exceeds --spike-k (15) times the "
+          "With --deep: the largest step |x[t+1] - x[t]| of a dimension exceeds `spike_k` (10) times the "
           "episode's robust step scale (the larger of the 95th percentile of its steps and the mean of its "
-          "non-zero steps), --spike-range (0.5) of the dimension's typical range and, with 5 or more episodes, 5 "
-          "times the median over the episodes of their largest step of that dimension.",
+          "non-zero steps), `spike_range` (0.5) of the dimension's typical range and 5 times the median over the "
+          "episodes of their largest step of that dimension (with fewer than 5 episodes, where that median means "
+          "little: 1.5 x `spike_k` instead). From the stored statistics (v3.0 quantiles) on a copy without its "
+          "data: a few frames more than one typical range beyond the episode's 1st-99th percentiles.",
           "A dropout, an encoder wrap or a tracking jump: wrong targets for those frames, inflated statistics. It "
           "loads, so a warning.",
           "Leave the episode out, or fix the recording.",
@@ -640,7 +642,7 @@ _CHECKS = [
           deep=True, **_manual("the recorded content; a keep-list leaves the episode out")),
     Check("Q006", "dimension-pinned", INFO, "A dimension sits at the dataset's observed limit for a long run.",
           "With --deep: a moving dimension (grippers and hands excepted, by name) stays at the dataset's "
-          "minimum or maximum of that dimension for at least --pinned-s (2 s) and half of the episode.",
+          "minimum or maximum of that dimension for at least `pinned_s` (2 s) and half of the episode.",
           "Clipping or saturation biases the targets; holding a joint at its limit can also be the task, so it is "
           "information.",
           "Check the robot's limits and the teleoperation scaling.",
@@ -648,7 +650,7 @@ _CHECKS = [
     Check("Q007", "action-state-lag", WARNING, "An episode's actions and states are out of step.",
           "With --deep and at least 5 episodes whose actions track the state: the shift k (within "
           "+-15 frames) maximising the correlation of the action's velocity at t with the state's at t + k "
-          "differs from the dataset's median shift by more than --lag-frames (4), with a correlation of at "
+          "differs from the dataset's median shift by more than `lag_frames` (4), with a correlation of at "
           "least 0.3 that beats the one at the median shift by 0.1.",
           "Observations are paired with the actions of another moment (a clock or buffering fault): the policy "
           "learns the wrong reaction. It loads: a warning.",
@@ -664,7 +666,7 @@ _CHECKS = [
           **_manual("the episode's length")),
     Check("Q009", "episode-duplicate", WARNING, "An episode duplicates another episode of the dataset.",
           "With --deep: equal signatures (values rounded to 4 decimals, BLAKE2b) or near duplicates (16 points per "
-          "dimension scaled to its range within --near-duplicate (0.01) RMS, means and ranges within the same "
+          "dimension scaled to its range within `near_duplicate` (0.01) RMS, means and ranges within the same "
           "share, lengths within 10 %); the lowest-numbered episode of a group is kept.",
           "The copy weighs twice in training and leaks between train and evaluation splits. It loads: a warning.",
           "Leave the copies out (the keep-list does).",

@@ -68,7 +68,7 @@ class _FileScan:
 
 def scan_to_dict(scan: _FileScan) -> dict:
     """A scan as plain JSON (to carry it between processes); :func:`scan_from_dict` inverts it exactly."""
-    return {
+    d = {
         "runs": [list(r) for r in scan.runs],
         "episodes": [[e, st.rows, st.bad_frame, list(st.first_bad_frame) if st.first_bad_frame else None,
                       st.bad_ts, st.max_ts_err] for e, st in scan.episodes.items()],
@@ -77,8 +77,10 @@ def scan_to_dict(scan: _FileScan) -> dict:
         "list_bad": [[k, v] for k, v in scan.list_bad.items()],
         "rows": scan.rows,
         "stats": scan.stats.to_dict() if scan.stats is not None else None,
-        "content": [c.to_dict() for c in scan.content] if scan.content is not None else None,
     }
+    if scan.content is not None:
+        d["content"] = [c.to_dict() for c in scan.content]
+    return d
 
 
 def scan_from_dict(d: dict) -> _FileScan:

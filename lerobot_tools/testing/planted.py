@@ -87,12 +87,18 @@ def _pingpong(piece: np.ndarray, length: int, start: int) -> np.ndarray:
     return piece[idx]
 
 
-def base_episodes(pieces: list[np.ndarray], count: int, seed: int, lengths: tuple[int, int] = (80, 140)) -> list[np.ndarray]:
-    """``count`` clean ``(n, 12)`` episodes from the real pieces (see module docstring)."""
+def base_episodes(pieces: list[np.ndarray], count: int, seed: int, lengths: tuple[int, int] = (80, 140),
+                  speed: float = 1.0) -> list[np.ndarray]:
+    """``count`` clean ``(n, 12)`` episodes from the real pieces (see module docstring); ``speed`` < 1 plays every
+    piece slower (linear interpolation; the recordings are 0.4-1 s long: at 10 fps a piece is 4-10 frames, a
+    joint then crosses its whole range in two or three frames, which no arm does in a task)."""
     rng = np.random.default_rng(seed)
     out = []
     for k in range(count):
         piece = pieces[k % len(pieces)]
+        if speed != 1.0:
+            t = np.arange(0.0, len(piece) - 1 + 1e-9, speed)
+            piece = np.stack([np.interp(t, np.arange(len(piece)), piece[:, j]) for j in range(piece.shape[1])], axis=1)
         length = int(rng.integers(*lengths))
         x = _pingpong(piece, length, int(rng.integers(0, len(piece))))
         scale = 1.0 + 0.3 * rng.uniform(-1, 1, JOINTS)

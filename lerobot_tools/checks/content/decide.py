@@ -32,6 +32,9 @@ LAG_MARGIN = 0.1
 #: Q004: the largest step must also exceed this many times the median over the dataset's episodes of their largest
 #: step of the dimension (a gripper or hand that always jumps is not spiking)
 SPIKE_DATASET = 5.0
+#: Q004 with fewer than MIN_EPISODES episodes: the episode's ratio must exceed this many times ``spike_k`` (a real
+#: 3-episode dataset's fastest legitimate move is 10.9 times its episode's step scale, docs/curation.md#evidence)
+SMALL_DATASET_SPIKE = 1.5
 
 
 def judge(ctx: CheckContext, plan: ContentPlan, summaries: list[EpisodeSummary], opts: ContentOptions,
@@ -66,8 +69,14 @@ def judge(ctx: CheckContext, plan: ContentPlan, summaries: list[EpisodeSummary],
     med_step = _nan(np.nanmedian, np.where(np.isfinite(max_step), max_step, np.nan))
     vmin = np.stack([s.vmin for s in summaries]).astype(np.float64)
     vmax = np.stack([s.vmax for s in summaries]).astype(np.float64)
-    ds_min = _nan(np.nanmin, np.where(valid, vmin, np.nan))
-    ds_max = _nan(np.nanmax, np.where(valid, vmax, np.nan))
+    spiky = np.zeros(len(summaries), dtype=bool)
+    for k, s in enumerate(summaries):
+        if not frozen[k]:
+            spiky[k] = _spike(ctx, plan, s, k, valid, typ, med_step, many, opts)
+    # the dataset's observed limits, without the episodes whose spikes or NaN would set them (Q006's reference)
+    clean = (valid & ~spiky[:, None])
+    ds_min = _nan(np.nanmin, np.where(clean, vmin, np.nan))
+    ds_max = _nan(np.nanmax, np.where(clean, vmax, np.nan))
     for k, s in enumerate(summaries):
         if frozen[k]:
             continue
@@ -92,8 +101,7 @@ def judge(ctx: CheckContext, plan: ContentPlan, summaries: list[EpisodeSummary],
                 ctx.emit("Q003", f"episode {s.episode}: nothing moves in " + " and ".join(parts) +
                          f"; {head + tail} of {s.n} frames are trimmable", None,
                          group="episodes start or end with still frames (trimmable)", episode=s.episode)
-        _spike(ctx, plan, s, k, valid, typ, med_step, many, opts)
-        if pinned_frames is not None:
+        if pinned_frames is not None and not spiky[k]:
             _pinned(ctx, plan, s, k, moving, ds_min, ds_max, pinned_frames, opts)
     _lag(ctx, summaries, frozen, opts)
     _duplicates(ctx, summaries, frozen, opts)
@@ -119,22 +127,26 @@ def _non_finite(ctx: CheckContext, plan: ContentPlan, s: EpisodeSummary) -> None
              episode=s.episode, feature=next(iter(per)) if len(per) == 1 else None)
 
 
-def _spike(ctx, plan, s: EpisodeSummary, k: int, valid, typ, med_step, many: bool, opts: ContentOptions) -> None:
+def _spike(ctx, plan, s: EpisodeSummary, k: int, valid, typ, med_step, many: bool, opts: ContentOptions) -> bool:
+    """Q004 for one episode; True when it was raised."""
     step = s.max_step.astype(np.float64)
     scale = s.step_scale.astype(np.float64)
     with np.errstate(all="ignore"):
         ratio = np.where(scale > 0, step / scale, np.inf)
-        hit = valid[k] & (typ > 0) & (ratio > opts.spike_k) & (step > opts.spike_range * typ)
+        # without the dataset's own largest steps to compare with, the episode's ratio must carry the evidence alone
+        k_min = opts.spike_k if many else SMALL_DATASET_SPIKE * opts.spike_k
+        hit = valid[k] & (typ > 0) & (ratio > k_min) & (step > opts.spike_range * typ)
         if many:
             hit &= step > SPIKE_DATASET * np.where(np.isfinite(med_step), med_step, 0.0)
     if not hit.any():
-        return
+        return False
     d = int(np.flatnonzero(hit)[np.argmax((step / np.where(typ > 0, typ, 1.0))[hit])])
     more = f" (and {int(hit.sum()) - 1} more dimension(s))" if hit.sum() > 1 else ""
     ctx.emit("Q004", f"episode {s.episode}: {plan.labels[d]!r} jumps by {step[d]:.4g} at frame {int(s.max_step_at[d])}, "
              f"{ratio[d]:.0f}x the episode's step scale and {step[d] / typ[d]:.2f}x the dimension's typical range"
              f"{more}", None, group="episodes hold spikes or jumps far beyond their step sizes", episode=s.episode,
              feature=plan.features[d])
+    return True
 
 
 def _pinned(ctx, plan, s: EpisodeSummary, k: int, moving, ds_min, ds_max, frames: int, opts: ContentOptions) -> None:

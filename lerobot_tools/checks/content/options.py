@@ -43,7 +43,8 @@ class ContentOptions:
             range per step, rdq 0.25 x the 20th percentile of step norms.
         idle_s: Q003: heads and tails of still frames at least this long (seconds) are reported as trimmable.
         spike_k: Q004: a step is a spike when it exceeds this many times the episode's robust step scale of the
-            dimension (the larger of its 95th percentile and the mean of its non-zero steps)...
+            dimension (the larger of its 95th percentile and the mean of its non-zero steps; 1.5 times this in a
+            dataset of fewer than 5 episodes, where the dataset's own largest steps cannot be compared)...
         spike_range: Q004: ... and this share of the dimension's typical range (rdq: 6x the jitter and 30 % of
             the range; lerobot-doctor: 8 standard deviations of the steps).
         pinned_s: Q006: a run at the dataset's observed minimum or maximum of a dimension, while other
@@ -63,7 +64,7 @@ class ContentOptions:
     stuck_share: float = 0.8
     idle_rel: float = 0.02
     idle_s: float = 1.0
-    spike_k: float = 15.0
+    spike_k: float = 10.0
     spike_range: float = 0.5
     pinned_s: float = 2.0
     pinned_share: float = 0.5
