@@ -268,6 +268,14 @@ def test_meta_only_then_keep_downloads_exactly_the_kept_episodes_files(tmp_path,
     # the frozen camera (5) needs the frames
     (entry,) = read_mixture(keep)
     assert entry.repo_id == "org/cams" and entry.episodes == [0, 2, 4, 5]
+    # diagnose-decode judges the cameras by what info.json declares: h264 decodes on an H100's NVDEC
+    code, out = cli_run("diagnose-decode", "--gpu", "H100", mix, "--format", "json")
+    doc = json.loads(out)
+    (ds,) = doc["datasets"]
+    assert code == 0 and not [p for p in ds["problems"] if p.get("check") == "F002"], out
+    assert any("not downloaded yet" in n for n in ds["notes"])
+    assert {g["codec"] for g in ds["groups"]} == {"h264"} and all(g["verdict"]["decodable"] == "yes"
+                                                                   for g in ds["groups"])
 
     srv.reset()
     rep = prefetch(keep, PrefetchOptions(**opts))
@@ -328,3 +336,15 @@ def test_scan_with_content_survives_serialisation():
     back = scan_from_dict(json.loads(json.dumps(scan_to_dict(scan))))
     assert json.dumps([s.to_dict() for s in back.content]) == json.dumps([s.to_dict() for s in scan.content])
     assert any(s.bad.any() for s in back.content)
+
+
+def test_an_episode_past_the_memory_bound_is_named_not_judged(monkeypatch):
+    from lerobot_tools.checks.content import episode
+
+    monkeypatch.setattr(episode, "MAX_EPISODE_VALUES", 12 * 60)  # 60 frames of 12 values
+    r = deep(DS / "broken_episode_content")
+    notes = [n for n in r.not_checked if n.checks.startswith("Q001-Q007, Q009 for very long")]
+    assert notes and "episode(s)" in notes[0].reason
+    lengths = r.curation.lengths
+    judged = {s for s, _ in r.curation.signatures}
+    assert judged and all(lengths[e] <= 60 for e in judged)

@@ -64,6 +64,8 @@ class _FileScan:
     stats: "stats_deep.FileStats | None" = None
     #: per-episode content summaries when a content request was given (family Q)
     content: "list[EpisodeSummary] | None" = None
+    #: episodes too long to summarise within the memory bound (not judged by family Q)
+    content_too_long: list[int] = field(default_factory=list)
 
 
 def scan_to_dict(scan: _FileScan) -> dict:
@@ -80,6 +82,8 @@ def scan_to_dict(scan: _FileScan) -> dict:
     }
     if scan.content is not None:
         d["content"] = [c.to_dict() for c in scan.content]
+    if scan.content_too_long:
+        d["content_too_long"] = list(scan.content_too_long)
     return d
 
 
@@ -101,6 +105,7 @@ def scan_from_dict(d: dict) -> _FileScan:
         scan.stats = stats_deep.FileStats.from_dict(d["stats"])
     if d.get("content") is not None:
         scan.content = [EpisodeSummary.from_dict(c) for c in d["content"]]
+    scan.content_too_long = [int(e) for e in d.get("content_too_long", [])]
     return scan
 
 
@@ -243,6 +248,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
 
     if summariser is not None:
         scan.content = summariser.result()
+        scan.content_too_long = list(summariser.too_long)
     if builder is not None:
         # the parsed footer (~100 MB for 14,000 row groups) is not needed to merge the moments: free it first
         del batches, pf
@@ -379,7 +385,7 @@ def run(ctx: CheckContext) -> None:
             else:
                 stats.add_file(scan.stats)
         if content is not None:
-            content.add(scan.content)
+            content.add(scan.content, scan.content_too_long)
         if global_offset is not None:
             global_offset += footer.num_rows
         _report_file(ctx, df, scan, by_ep, prev_last_ep, tol)

@@ -206,14 +206,15 @@ def _duplicates(ctx: CheckContext, summaries: list[EpisodeSummary], frozen: np.n
             i = parent[i]
         return i
 
-    exact: set[tuple[int, int]] = set()
+    copies: set[int] = set()
     for g in exact_groups([s.signature.key for s in live]):
         for i in g[1:]:
-            exact.add((g[0], i))
+            copies.add(i)
             parent[find(i)] = find(g[0])
     by_dims: dict[int, list[int]] = {}
     for i, s in enumerate(live):
-        by_dims.setdefault(s.signature.dims, []).append(i)
+        if i not in copies:  # an exact copy joins its original's group; one of them is searched for near ones
+            by_dims.setdefault(s.signature.dims, []).append(i)
     for idx in by_dims.values():
         if len(idx) < 2:
             continue

@@ -259,6 +259,11 @@ def _lag(x: np.ndarray, ok: np.ndarray, pairs: list[tuple[int, int]], max_lag: i
     return np.clip(cc[lags % size] / ((m - np.abs(lags)) * a.shape[1]), -1.0, 1.0).astype(np.float16)
 
 
+#: an episode whose content columns would take more than this (float64) is not summarised: it is named in
+#: :attr:`ContentBuilder.too_long` (reported as not checked) so that memory stays bounded (16M values: 128 MiB)
+MAX_EPISODE_VALUES = 16 * 2**20
+
+
 class ContentBuilder:
     """Collects one data file's :class:`EpisodeSummary` list from its record batches (see module docstring).
 
@@ -271,8 +276,10 @@ class ContentBuilder:
         self.names = list(request.columns)
         self.summaries: list[EpisodeSummary] = []
         self.unusable: set[str] = set()
+        self.too_long: list[int] = []
         self._episode: int | None = None
         self._parts: list[np.ndarray] = []
+        self._values = 0
 
     def add(self, batch, run_eps: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> None:
         """One record batch: ``run_eps[i]`` is the episode of rows ``starts[i] : starts[i] + lens[i]``."""
@@ -291,6 +298,13 @@ class ContentBuilder:
             if e != self._episode:
                 self._flush()
                 self._episode = e
+            if self._values is None:  # this episode is past the bound: its rows are dropped
+                continue
+            self._values += n * x.shape[1]
+            if self._values > MAX_EPISODE_VALUES:
+                self.too_long.append(e)
+                self._parts, self._values = [], None
+                continue
             self._parts.append(np.array(x[a0:a0 + n], dtype=_F))
 
     def _flush(self) -> None:
@@ -299,6 +313,7 @@ class ContentBuilder:
             self.summaries.append(summarise(self._episode, x, self.request))
         self._parts = []
         self._episode = None
+        self._values = 0
 
     def result(self) -> list[EpisodeSummary]:
         """The summaries of the file's episodes, in row order (an episode whose rows are not contiguous appears

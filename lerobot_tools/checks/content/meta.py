@@ -37,8 +37,6 @@ SAME = 1e-6
 
 def judge_stats(ctx: CheckContext, episodes: set[int]) -> None:
     """Q001, Q004, Q008, Q011, Q012, Q014 from the stored statistics of ``episodes`` (see module docstring)."""
-    from lerobot_tools.checks.stats.blocks import StatsBlocks
-
     ds = ctx.dataset
     opts = ctx.options.content
     short_episodes(ctx, {e.episode_index: e.length for e in ds.episodes
@@ -50,28 +48,60 @@ def judge_stats(ctx: CheckContext, episodes: set[int]) -> None:
     stats = ("min", "max", "q01", "q99")
     rows: dict[str, dict[str, list]] = {n: {k: [] for k in ("e",) + stats} for n in numeric}
     cam_rows: dict[int, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-    blocks = StatsBlocks(ds)
-    try:
-        for block in blocks:
-            for i, e in enumerate(block.episodes.tolist()):
-                for n in numeric:
-                    cols = block.features.get(n, {})
-                    if all(k in cols and cols[k].ok[i] for k in ("min", "max")):
-                        rows[n]["e"].append(int(e))
-                        for k in stats:
-                            ok = k in cols and cols[k].ok[i]
-                            rows[n][k].append(np.asarray(cols[k].row(i), dtype=np.float64).reshape(-1) if ok else None)
-                if int(e) not in episodes:
-                    continue
-                for k in cams:
-                    cols = block.features.get(k, {})
-                    if "mean" in cols and "std" in cols and cols["mean"].ok[i] and cols["std"].ok[i]:
-                        cam_rows.setdefault(int(e), {})[k] = (np.asarray(cols["mean"].row(i)).reshape(-1),
-                                                            np.asarray(cols["std"].row(i)).reshape(-1))
-    finally:
-        blocks.close()
+    wanted = {n: stats for n in numeric} | {k: ("mean", "std") for k in cams}
+    for block in _blocks(ds, wanted):
+        for i, e in enumerate(block.episodes.tolist()):
+            for n in numeric:
+                cols = block.features.get(n, {})
+                if all(k in cols and cols[k].ok[i] for k in ("min", "max")):
+                    rows[n]["e"].append(int(e))
+                    for k in stats:
+                        ok = k in cols and cols[k].ok[i]
+                        rows[n][k].append(np.asarray(cols[k].row(i), dtype=np.float64).reshape(-1) if ok else None)
+            if int(e) not in episodes:
+                continue
+            for k in cams:
+                cols = block.features.get(k, {})
+                if "mean" in cols and "std" in cols and cols["mean"].ok[i] and cols["std"].ok[i]:
+                    cam_rows.setdefault(int(e), {})[k] = (np.asarray(cols["mean"].row(i)).reshape(-1),
+                                                        np.asarray(cols["std"].row(i)).reshape(-1))
     _numeric(ctx, rows, episodes, {n: _exempt(feats[n]) for n in numeric})
     _cameras(ctx, cams, cam_rows)
+
+
+def _blocks(ds, wanted: dict[str, tuple[str, ...]]):
+    """The per-episode statistics as :class:`~lerobot_tools.checks.stats.blocks.StatsBlock` s: v3.0 reads only the
+    ``stats/<feature>/<stat>`` columns of ``wanted`` from each ``meta/episodes`` file (a few of its ~100 columns);
+    v2.1 streams ``episodes_stats.jsonl`` (:class:`~lerobot_tools.checks.stats.blocks.StatsBlocks`)."""
+    from lerobot_tools.checks.stats.blocks import StatsBlock, StatsBlocks, _arrow_column
+
+    if ds.layout != "v3":
+        blocks = StatsBlocks(ds)
+        try:
+            yield from blocks
+        finally:
+            blocks.close()
+        return
+    import pyarrow.parquet as pq
+
+    from lerobot_tools._arrow_numpy import numpy_values
+
+    feats = ds.features
+    for rel in ds.episode_files:
+        try:
+            pf = pq.ParquetFile(ds.path(rel))
+            names = set(pf.schema_arrow.names)
+            cols = [f"stats/{f}/{s}" for f, stats in wanted.items() for s in stats if f"stats/{f}/{s}" in names]
+            if "episode_index" not in names or not cols:
+                continue
+            table = pf.read(columns=["episode_index", *cols])
+        except Exception:  # an unreadable episodes file is C007's finding
+            continue
+        features: dict = {}
+        for c in cols:
+            f, _, stat = c[len("stats/"):].rpartition("/")
+            features.setdefault(f, {})[stat] = _arrow_column(table.column(c), stat, feats.get(f))
+        yield StatsBlock(rel, 0, numpy_values(table.column("episode_index")).astype(np.int64), features)
 
 
 def _exempt(feat: dict) -> np.ndarray:

@@ -70,9 +70,12 @@ class ContentRun:
         self.summaries: list[EpisodeSummary] = []
         self.missing_files = 0
         self.frozen: set[int] = set()
+        self.too_long: list[int] = []
 
-    def add(self, summaries: list[EpisodeSummary] | None) -> None:
-        """One data file's summaries (None: the file's scan carried none, e.g. a replayed scan without them)."""
+    def add(self, summaries: list[EpisodeSummary] | None, too_long: list[int] = ()) -> None:
+        """One data file's summaries (None: the file's scan carried none, e.g. a replayed scan without them) and
+        the episodes it could not summarise within the memory bound."""
+        self.too_long.extend(too_long)
         if summaries is None:
             self.missing_files += 1
             return
@@ -86,6 +89,12 @@ class ContentRun:
             seen[s.episode] = seen.get(s.episode, 0) + 1
         split = {e for e, c in seen.items() if c > 1}
         kept = [s for s in self.summaries if s.episode not in split]
+        if self.too_long:
+            from lerobot_tools.checks.content.episode import MAX_EPISODE_VALUES
+
+            ctx.skip("Q001-Q007, Q009 for very long episodes",
+                     f"{len(self.too_long)} episode(s) (first: {self.too_long[0]}) hold more than {MAX_EPISODE_VALUES:,} "
+                     "action/state values, the bound on memory per episode")
         if split:
             ctx.skip("Q001-Q009 for episodes whose rows are not contiguous",
                      f"{len(split)} episode(s) appear in more than one run of rows (D004)")
