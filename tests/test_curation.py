@@ -348,3 +348,16 @@ def test_an_episode_past_the_memory_bound_is_named_not_judged(monkeypatch):
     lengths = r.curation.lengths
     judged = {s for s, _ in r.curation.signatures}
     assert judged and all(lengths[e] <= 60 for e in judged)
+
+
+def test_duplicates_across_a_mixture_survive_a_sharded_run(tmp_path):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    mix = FIXTURES / "curation/duplicates.txt"
+    for rank in range(2):
+        code, out = cli_run("validate", mix, "--deep", "--shard", f"{rank}/2", "--part-out", parts / f"part-{rank}.json")
+        assert code in (0, 1), out
+    code, out = cli_run("report", "merge", parts, "--format", "json")
+    doc = json.loads(out)
+    q010 = [f for d in doc["datasets"] for f in d["findings"] if f["check"] == "Q010"]
+    assert [f["count"] for f in q010] == [2] and doc["datasets"][1]["findings"][-1]["check"] == "Q010"
