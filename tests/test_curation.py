@@ -361,3 +361,22 @@ def test_duplicates_across_a_mixture_survive_a_sharded_run(tmp_path):
     doc = json.loads(out)
     q010 = [f for d in doc["datasets"] for f in d["findings"] if f["check"] == "Q010"]
     assert [f["count"] for f in q010] == [2] and doc["datasets"][1]["findings"][-1]["check"] == "Q010"
+
+
+def test_rows_of_the_wrong_length_are_d005s_not_nan(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "ds"
+    shutil.copytree(DS / "broken_episode_content", root)
+    path = root / "data/chunk-000/file-001.parquet"  # episodes 10-13: no NaN planted there
+    t = pq.read_table(path)
+    state = t.column("observation.state").to_pylist()
+    state[3] = state[3][:5]
+    t = t.set_column(t.schema.get_field_index("observation.state"), "observation.state",
+                     pa.array(state, type=pa.list_(pa.float32())))
+    pq.write_table(t, path)
+    r = deep(root)
+    assert "D005" in {f.check for f in r.findings}
+    assert set(flagged(r, "Q005")) == {4}  # only the planted NaN episode; the short row is D005's
+    assert any(n.checks == "Q001-Q009 for observation.state" for n in r.not_checked)

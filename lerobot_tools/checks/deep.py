@@ -66,6 +66,8 @@ class _FileScan:
     content: "list[EpisodeSummary] | None" = None
     #: episodes too long to summarise within the memory bound (not judged by family Q)
     content_too_long: list[int] = field(default_factory=list)
+    #: content features whose rows do not all hold the declared number of values (D005/S004; not judged)
+    content_unusable: list[str] = field(default_factory=list)
 
 
 def scan_to_dict(scan: _FileScan) -> dict:
@@ -84,6 +86,8 @@ def scan_to_dict(scan: _FileScan) -> dict:
         d["content"] = [c.to_dict() for c in scan.content]
     if scan.content_too_long:
         d["content_too_long"] = list(scan.content_too_long)
+    if scan.content_unusable:
+        d["content_unusable"] = list(scan.content_unusable)
     return d
 
 
@@ -106,6 +110,7 @@ def scan_from_dict(d: dict) -> _FileScan:
     if d.get("content") is not None:
         scan.content = [EpisodeSummary.from_dict(c) for c in d["content"]]
     scan.content_too_long = [int(e) for e in d.get("content_too_long", [])]
+    scan.content_unusable = [str(n) for n in d.get("content_unusable", [])]
     return scan
 
 
@@ -249,6 +254,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     if summariser is not None:
         scan.content = summariser.result()
         scan.content_too_long = list(summariser.too_long)
+        scan.content_unusable = sorted(summariser.unusable)
     if builder is not None:
         # the parsed footer (~100 MB for 14,000 row groups) is not needed to merge the moments: free it first
         del batches, pf
@@ -385,7 +391,7 @@ def run(ctx: CheckContext) -> None:
             else:
                 stats.add_file(scan.stats)
         if content is not None:
-            content.add(scan.content, scan.content_too_long)
+            content.add(scan.content, scan.content_too_long, scan.content_unusable)
         if global_offset is not None:
             global_offset += footer.num_rows
         _report_file(ctx, df, scan, by_ep, prev_last_ep, tol)

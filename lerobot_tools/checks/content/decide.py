@@ -38,25 +38,28 @@ SMALL_DATASET_SPIKE = 1.5
 
 
 def judge(ctx: CheckContext, plan: ContentPlan, summaries: list[EpisodeSummary], opts: ContentOptions,
-          facts: CurationFacts) -> set[int]:
+          facts: CurationFacts, unusable: set[str] = frozenset()) -> set[int]:
     """Emit Q001-Q007 and Q009 for ``summaries`` (one per episode, split episodes already removed), record the
-    trimmable frames and the signatures in ``facts``; return the frozen episodes. Q008 is :func:`short_episodes`."""
+    trimmable frames and the signatures in ``facts``; return the frozen episodes. Q008 is :func:`short_episodes`.
+    Features in ``unusable`` (rows of the wrong length: D005/S004's finding, read as NaN here) are left out: their
+    columns count neither as NaN (Q005) nor as moving."""
     if not summaries:
         return set()
     fps = ctx.dataset.fps or 0.0
     labels = plan.labels
+    usable = np.array([f not in unusable for f in plan.features], dtype=bool)
     rng = np.stack([s.rng for s in summaries]).astype(np.float64)  # (E, D), NaN where a column holds NaN/Inf
     typ = _nan(np.nanmedian, np.where(np.isfinite(rng), rng, np.nan))
     typ = np.where(np.isfinite(typ), typ, 0.0)
     valid = np.isfinite(rng)
     with np.errstate(invalid="ignore"):
         moving = np.where(typ > 0, rng > opts.frozen_rel * typ, rng > 0) & valid
-    frozen = ~moving.any(axis=1) & valid.all(axis=1)
+    frozen = ~moving.any(axis=1) & valid[:, usable].all(axis=1) & usable.any()
     many = len(summaries) >= MIN_EPISODES
 
     for k, s in enumerate(summaries):
-        if s.bad.any():
-            _non_finite(ctx, plan, s)
+        if (s.bad.astype(bool) & usable).any():
+            _non_finite(ctx, plan, s, usable)
         if frozen[k]:
             what = ("every episode of the dataset" if frozen.all() else "the episode")
             ctx.emit("Q001", f"episode {s.episode}: action and state do not change over its {s.n} frame(s) "
@@ -117,9 +120,9 @@ def _nan(fn, a: np.ndarray) -> np.ndarray:
         return fn(a, axis=0)
 
 
-def _non_finite(ctx: CheckContext, plan: ContentPlan, s: EpisodeSummary) -> None:
+def _non_finite(ctx: CheckContext, plan: ContentPlan, s: EpisodeSummary, usable: np.ndarray) -> None:
     per: dict[str, int] = {}
-    for d in np.flatnonzero(s.bad):
+    for d in np.flatnonzero(s.bad.astype(bool) & usable):
         per[plan.features[d]] = per.get(plan.features[d], 0) + int(s.bad[d])
     text = ", ".join(f"{name!r} {n}" for name, n in per.items())
     ctx.emit("Q005", f"episode {s.episode}: NaN or infinite values ({text}; first at frame {s.first_bad}); "

@@ -4,11 +4,12 @@ Every threshold is a ratio to a scale the data sets itself (the episode's own st
 per-episode range of the dimension), so one default fits joints in degrees, in radians and grippers in 0..1.
 The defaults were set on the distributions measured on real data, recorded in docs/curation.md#evidence: 12
 real published datasets (SO-100/SO-101 arms, Unitree G1, Reachy 2, a humanoid and an arm in Isaac Sim, Push-T,
-an MPC single integrator; 10 to 100 episodes each, 24 to 36,000 frames) and the 12 datasets written by
-upstream lerobot 0.4.4 in ``fixtures/real``; they flag none of their episodes, and every planted defect of
-``benchmarks/bench_curation.py`` at least 2x above its threshold. Peer tools' thresholds are quoted beside
-each (rdq 0.3.4 ``rdq/checks.py`` ``Thresholds``; lerobot-doctor 0.2.0 ``lerobot_doctor/checks/*.py``;
-kalanos 0.8.2 ``kalanos/assets/policies/default.yaml``; all on PyPI).
+an MPC single integrator; 1 to 100 episodes each, 12 to 36,000 frames) and the 12 datasets written by upstream
+lerobot 0.4.4 in ``fixtures/real``. On them the warnings flag only what the evidence names as recording faults (one
+dataset frozen throughout, three glitching episodes of another) and nothing on ``fixtures/real``; the planted
+defects of ``benchmarks/bench_curation.py`` are all found. Peer tools' thresholds are quoted beside each (rdq 0.3.4
+``rdq/checks.py`` ``Thresholds``; lerobot-doctor 0.2.0 ``lerobot_doctor/checks/*.py``; kalanos 0.8.2
+``kalanos/assets/policies/default.yaml``; all on PyPI).
 """
 
 from __future__ import annotations

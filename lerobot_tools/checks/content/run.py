@@ -71,11 +71,13 @@ class ContentRun:
         self.missing_files = 0
         self.frozen: set[int] = set()
         self.too_long: list[int] = []
+        self.unusable: set[str] = set()
 
-    def add(self, summaries: list[EpisodeSummary] | None, too_long: list[int] = ()) -> None:
-        """One data file's summaries (None: the file's scan carried none, e.g. a replayed scan without them) and
-        the episodes it could not summarise within the memory bound."""
+    def add(self, summaries: list[EpisodeSummary] | None, too_long: list[int] = (), unusable: list[str] = ()) -> None:
+        """One data file's summaries (None: the file's scan carried none, e.g. a replayed scan without them), the
+        episodes it could not summarise within the memory bound and the features whose rows were unusable."""
         self.too_long.extend(too_long)
+        self.unusable.update(unusable)
         if summaries is None:
             self.missing_files += 1
             return
@@ -103,7 +105,10 @@ class ContentRun:
         if unread or self.missing_files:
             ctx.skip("Q001-Q009 for the episodes of unreadable data files",
                      f"{len(unread) + self.missing_files} data file(s) could not be read")
-        self.frozen = judge(ctx, self.plan, kept, opts, ctx.curation)
+        if self.unusable:
+            ctx.skip("Q001-Q009 for " + ", ".join(sorted(self.unusable)),
+                     "rows do not all hold the declared number of values (D005/S004)")
+        self.frozen = judge(ctx, self.plan, kept, opts, ctx.curation, self.unusable)
         lengths = _lengths(ctx)
         if ctx.download is not None:
             pending = _pending(ctx)
