@@ -264,7 +264,8 @@ def accuracy(args, work: Path) -> None:
     results = {"lrtool": run_lrtool(work, truth)}
     for peer in ("rdq", "lerobot-doctor", "kalanos"):
         results[peer] = run_peer(peer, Path(args.peers), work, truth)
-    print(f"\n{'tool':<16}{'recall':>8}{'precision':>11}{'found':>8}{'false':>7}{'wall s':>9}{'RSS MB':>8}  kinds missed")
+    print(f"\n{'tool':<16}{'recall':>8}{'precision':>11}{'found':>8}{'false':>7}{'wall s':>9}{'RSS MB':>8}"
+          "  kinds missed")
     for name, r in results.items():
         if "error" in r:
             print(f"{name:<16}  not run: {r['error']}")

@@ -180,7 +180,8 @@ def render(lines: list[KeepLine], exclude: frozenset[str] | None) -> str:
     head = [f"# lrtool keep-list: {len(lines)} dataset(s), {kept} of {total} judged episodes kept",
             f"# excluded on: {rule}"]
     if any(k.trims for k in lines):
-        head.append("# trim=: still frames at the start/end of an episode (Q003); loaders leave them out with trim=True")
+        head.append("# trim=: still frames at the start/end of an episode (Q003); loaders leave them out with "
+                    "trim=True")
     body = [line for k in lines for line in k.lines()]
     return "\n".join(head + body) + "\n"
 

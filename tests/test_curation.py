@@ -355,7 +355,8 @@ def test_duplicates_across_a_mixture_survive_a_sharded_run(tmp_path):
     parts.mkdir()
     mix = FIXTURES / "curation/duplicates.txt"
     for rank in range(2):
-        code, out = cli_run("validate", mix, "--deep", "--shard", f"{rank}/2", "--part-out", parts / f"part-{rank}.json")
+        code, out = cli_run("validate", mix, "--deep", "--shard", f"{rank}/2", "--part-out",
+                            parts / f"part-{rank}.json")
         assert code in (0, 1), out
     code, out = cli_run("report", "merge", parts, "--format", "json")
     doc = json.loads(out)

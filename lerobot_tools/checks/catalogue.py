@@ -603,7 +603,8 @@ _CHECKS = [
           "range in the episode is at most `frozen_rel` (0.5 %) of the dimension's typical range (the median over "
           "the dataset's episodes; any range when that is 0).",
           "It loads, so the loader does not fail (a warning, not an error), but a policy trained on it learns to "
-          "stand still: a follower unplugged or a logger replaying its last reading. The keep-list leaves it out. Thresholds: `--threshold NAME=VALUE` (docs/curation.md#thresholds).",
+          "stand still: a follower unplugged or a logger replaying its last reading. The keep-list leaves it out. "
+          "Thresholds: `--threshold NAME=VALUE` (docs/curation.md#thresholds).",
           "Leave the episode out (`lrtool validate --deep --write-keep keep.txt`), or re-record it.",
           deep=True, **_manual("the recorded content is wrong; a keep-list leaves the episode out")),
     Check("Q002", "dimension-stuck", INFO, "One dimension stays still in an episode while the others move.",

@@ -2,7 +2,8 @@
 
 * **L001** (v3.0): ``meta/episodes`` places each episode in a data file (``data/chunk_index``, ``data/file_index``)
   and a video file per camera. lerobot's writers fill files in episode order, so along the episodes the file
-  number (``chunk * chunks_size + file``) never goes back (a skipped number is harmless: loaders glob the files). With a data file's footer on disk,
+  number (``chunk * chunks_size + file``) never goes back (a skipped number is harmless: loaders glob the files).
+  With a data file's footer on disk,
   its row count must equal the lengths of the episodes placed in it; when the files disagree in exactly the way
   lerobot's v2.1->v3.0 converter got wrong before 0d1be72dc (huggingface/lerobot#2401: the episode that starts a
   new file is recorded in the file before, so every file but the last holds its first episode's rows instead of

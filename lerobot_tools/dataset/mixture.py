@@ -6,9 +6,9 @@ Two forms are read:
   ``episodes=0-9,12``, ``weight=2.5`` (relative sampling weight, a non-negative number) and
   ``trim=3:0-14+281-299,7:0-29`` (frames of an episode a loader may leave out, inclusive ranges joined by ``+``;
   written by ``lrtool validate --write-keep`` for idle heads and tails, honoured by the loaders' ``trim``
-  option); ``#`` starts a comment; blank lines are ignored. A relative path is taken relative to the mixture file; a token that is
-  not an existing path but has the form ``org/name`` is a repo id. Either every entry gives a weight or
-  none does.
+  option); ``#`` starts a comment; blank lines are ignored. A relative path is taken relative to the mixture file;
+  a token that is not an existing path but has the form ``org/name`` is a repo id. Either every entry gives a
+  weight or none does.
 * **OpenTau training-config JSON** (OpenTau ``configs/default.py`` ``DatasetMixtureConfig``, docs/mixtures.md)
   — ``dataset_mixture.datasets[*]`` (or a bare
   mixture object ``{"datasets": [...]}``, or a list of entries) with ``repo_id`` / ``root`` /

@@ -209,7 +209,8 @@ def build_planted(root: str | Path, real_dir: str | Path, plan: dict[int, list[s
     keys = ("observation.images.front", "observation.images.wrist")
     spec = SynthSpec(version=version, episode_lengths=[len(x) for x in eps], fps=fps, state_dim=JOINTS,
                      action_dim=JOINTS, video_keys=keys if cameras else (), video_codec=codec if cameras else None,
-                     video_size=size, episodes_per_file=2 if cameras else 10, tasks=("Pick the cube and place it in the bin",),
+                     video_size=size, episodes_per_file=2 if cameras else 10,
+                     tasks=("Pick the cube and place it in the bin",),
                      seed=seed)
 
     def columns(ep: int, cols: dict) -> None:

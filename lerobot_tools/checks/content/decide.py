@@ -145,7 +145,8 @@ def _spike(ctx, plan, s: EpisodeSummary, k: int, valid, typ, med_step, many: boo
         return False
     d = int(np.flatnonzero(hit)[np.argmax((step / np.where(typ > 0, typ, 1.0))[hit])])
     more = f" (and {int(hit.sum()) - 1} more dimension(s))" if hit.sum() > 1 else ""
-    ctx.emit("Q004", f"episode {s.episode}: {plan.labels[d]!r} jumps by {step[d]:.4g} at frame {int(s.max_step_at[d])}, "
+    at = int(s.max_step_at[d])
+    ctx.emit("Q004", f"episode {s.episode}: {plan.labels[d]!r} jumps by {step[d]:.4g} at frame {at}, "
              f"{ratio[d]:.0f}x the episode's step scale and {step[d] / typ[d]:.2f}x the dimension's typical range"
              f"{more}", None, group="episodes hold spikes or jumps far beyond their step sizes", episode=s.episode,
              feature=plan.features[d])

@@ -60,8 +60,9 @@ class ContentRequest:
         return np.array([r for d, r in self.columns.values() for _ in range(d)], dtype=object)
 
     def to_dict(self) -> dict:
-        return {"columns": {k: [d, r] for k, (d, r) in self.columns.items()}, "lag_pairs": [list(p) for p in self.lag_pairs],
-                "idle_rel": self.idle_rel, "lag_max_frames": self.lag_max_frames}
+        return {"columns": {k: [d, r] for k, (d, r) in self.columns.items()},
+                "lag_pairs": [list(p) for p in self.lag_pairs], "idle_rel": self.idle_rel,
+                "lag_max_frames": self.lag_max_frames}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ContentRequest":

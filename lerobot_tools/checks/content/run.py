@@ -95,8 +95,8 @@ class ContentRun:
             from lerobot_tools.checks.content.episode import MAX_EPISODE_VALUES
 
             ctx.skip("Q001-Q007, Q009 for very long episodes",
-                     f"{len(self.too_long)} episode(s) (first: {self.too_long[0]}) hold more than {MAX_EPISODE_VALUES:,} "
-                     "action/state values, the bound on memory per episode")
+                     f"{len(self.too_long)} episode(s) (first: {self.too_long[0]}) hold more than "
+                     f"{MAX_EPISODE_VALUES:,} action/state values, the bound on memory per episode")
         if split:
             ctx.skip("Q001-Q009 for episodes whose rows are not contiguous",
                      f"{len(split)} episode(s) appear in more than one run of rows (D004)")
