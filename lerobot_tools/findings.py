@@ -141,6 +141,8 @@ class DatasetReport:
     ``causes`` are the root causes many findings share (:class:`RootCause`), reported before the findings.
     ``subset`` is the target's episode subset (``{"episodes": [...], "excluded_episodes": [...]}``, the keys
     given), None when the target is the whole dataset.
+    ``curation`` (:class:`lerobot_tools.checks.content.facts.CurationFacts`, or None) is what the keep-list writer
+    reads; it is not part of the JSON document.
     """
 
     target: str
@@ -153,6 +155,7 @@ class DatasetReport:
     seconds: float = 0.0
     causes: list[RootCause] = field(default_factory=list)
     subset: dict[str, list[int]] | None = None
+    curation: Any = None
 
     def counts(self, *, include_known: bool = False) -> dict[str, int]:
         out = {ERROR: 0, WARNING: 0, INFO: 0}

@@ -60,22 +60,33 @@ def validate_resolved(targets: list[Target], options: ValidateOptions | None = N
 
 
 def validate(target_args: Iterable[str], options: ValidateOptions | None = None, *, jobs: int = 1,
-             progress: bool | None = None) -> list[DatasetReport]:
+             progress: bool | None = None, resolved: list[Target] | None = None) -> list[DatasetReport]:
     """Resolve TARGET arguments (folders, repo ids, mixture files) and validate each dataset.
 
-    A mixture-file argument also gets the cross-dataset compatibility checks (family X) once its
-    datasets are validated. Identical entries of a mixture are validated and reported once
-    (:func:`~lerobot_tools.dataset.targets.merge_identical`).
+    A mixture-file argument also gets the cross-dataset compatibility checks (family X), and with ``--deep`` the
+    mixture-wide duplicate and licence checks (Q010, L003), once its datasets are validated. Identical entries of
+    a mixture are validated and reported once (:func:`~lerobot_tools.dataset.targets.merge_identical`).
+
+    Args:
+        resolved: when given, filled with the resolved targets, parallel to the returned reports (what
+            ``--write-keep`` names each dataset by).
 
     Raises:
-        UsageError: a mixture file cannot be read or parsed.
+        UsageError: a mixture file cannot be read or parsed, or a content option is out of range.
     """
+    from lerobot_tools.checks.content.across import check_across
     from lerobot_tools.checks.mixture import check_mixtures
 
     options = options or ValidateOptions()
+    if options.content is not None:
+        options.content.check()
     groups = [(arg, merge_identical(resolve_target(arg))) for arg in target_args]
-    reports = validate_resolved([t for _, ts in groups for t in ts], options, jobs=jobs, progress=progress)
+    targets = [t for _, ts in groups for t in ts]
+    reports = validate_resolved(targets, options, jobs=jobs, progress=progress)
     check_mixtures(groups, reports, options)
+    check_across(groups, reports, options)
+    if resolved is not None:
+        resolved[:] = targets
     return reports
 
 

@@ -318,7 +318,7 @@ def test_catalogue_entries_are_complete():
         assert c.title and c.what and c.why and c.fix and c.name == c.name.lower()
     assert catalogue.expand_selection(["S", "T002"]) >= {"S001", "S007", "T002"}
     with pytest.raises(ValueError):
-        catalogue.expand_selection(["Q"])
+        catalogue.expand_selection(["Z"])
 
 
 def test_findings_carry_their_subject_and_groups_keep_what_they_share():

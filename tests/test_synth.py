@@ -494,9 +494,10 @@ def test_manifest_matches_fixture_folders():
     import re
 
     for f in manifest["fixtures"]:
-        # the timestamp causes also carry the smallest tolerance_s that loads them (docs/video-timestamps.md)
+        # the timestamp causes also carry the smallest tolerance_s that loads them (docs/video-timestamps.md);
+        # camera_frames: the decoded frames per episode the camera content checks (Q011-Q014) need
         extra = {"tolerance_s"} if f["name"] in TIMING_CASES else set()
-        assert set(f) == {"name", "layout", "defect", "expect", "deep_only"} | extra
+        assert set(f) - {"camera_frames"} == {"name", "layout", "defect", "expect", "deep_only"} | extra
         assert f["layout"] in ("v2.1", "v3.0")
         assert all(re.match(CHECK_ID, e) for e in f["expect"])
         assert (f["expect"] == []) == f["name"].startswith(("clean_", "mixpart_"))  # mixture parts: clean alone
@@ -654,6 +655,16 @@ def defect_present(name: str) -> bool:
         return all(abs(r[f"{k}/to_timestamp"] - r[f"{k}/from_timestamp"] - (r["length"] - 1) / 30) < 1e-9 for r in rows)
     if name == "broken_splits":
         return _info(name)["splits"] == {"train": "0:1", "test": "2:4"} and _info(name)["total_episodes"] == 2
+    if name == "broken_episode_content":
+        return _content_present(d)
+    if name == "broken_camera_content":
+        front = sorted((d / "meta").glob("episodes_stats.jsonl"))[0].read_text().splitlines()
+        means = [json.loads(x)["stats"][FRONT]["mean"] for x in front]
+        return np.mean(means[1]) < 0.01 and np.mean(means[3]) > 0.97 and 0.1 < np.mean(means[0]) < 0.9
+    if name == "broken_converter_2401":
+        rows = pq.read_table(d / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+        files = {r["episode_index"]: r["data/file_index"] for r in rows}
+        return files == {0: 0, 1: 0, 2: 0, 3: 1, 4: 1} and (d / "data/chunk-000/file-002.parquet").is_file()
     if name.startswith("mixpart_"):
         return _mixpart_present(name)
     if name in TIMING_CASES:
@@ -736,6 +747,18 @@ CORPUS_PROBES = {
 }
 
 
+def _content_present(d: Path) -> bool:
+    """broken_episode_content: the planted values are in the data (lerobot_tools.testing.planted)."""
+    t = pq.read_table(d / V3F0, columns=["episode_index", "action", "observation.state"])
+    ep = np.asarray(t["episode_index"].to_pylist())
+    act = np.asarray(t["action"].to_pylist(), dtype=np.float64)
+    state = np.asarray(t["observation.state"].to_pylist(), dtype=np.float64)
+    frozen = np.ptp(act[ep == 3], axis=0).max() == 0 and np.ptp(state[ep == 3], axis=0).max() == 0
+    nan = np.isnan(act[ep == 4]).sum() == 3
+    copy = np.array_equal(act[ep == 9], act[ep == 0])
+    return bool(frozen and nan and copy)
+
+
 def _mixpart_present(name: str) -> bool:
     """Mixture parts (clean alone): each differs from mixpart_base in the one way its name says."""
     d, info = _ds(name), _info(name)
@@ -758,6 +781,12 @@ def _mixpart_present(name: str) -> bool:
     if name == "mixpart_state_float64":
         return (info["features"]["observation.state"]["dtype"] == "float64"
                 and schema.field("observation.state").type == pa.list_(pa.float64(), 6))
+    if name.startswith("mixpart_card_"):
+        card = (d / "README.md").read_text()
+        want = {"nc": "license: cc-by-nc-4.0", "mit": "license: mit", "none": None}[name.rsplit("_", 1)[1]]
+        return card.startswith("---") and (want in card if want else "license" not in card)
+    if name == "mixpart_dup_b":
+        return info["total_episodes"] == 3 and info["fps"] == 10
     if name == "mixpart_no_action_stats":
         stats = json.loads((d / "meta/stats.json").read_text())
         lines = [json.loads(x)["stats"] for x in (d / "meta/episodes_stats.jsonl").read_text().splitlines()]

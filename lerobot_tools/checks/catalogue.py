@@ -683,6 +683,144 @@ _CHECKS = [
           "Map one camera of every dataset to a common role (`data_features_name_mapping`, e.g. `camera0`), or "
           "train the datasets without cameras in a separate mixture.",
           **_MIXTURE),
+    # ------------------------------------------------------------------ Q: episode content (curation)
+    Check("Q001", "episode-frozen", WARNING, "An episode's action and state never change.",
+          "With --deep, every action* and observation* dimension of shape [d] (docs/curation.md#columns): its "
+          "range in the episode is at most `frozen_rel` (0.5 %) of the dimension's typical range (the median over "
+          "the dataset's episodes; any range when that is 0).",
+          "It loads, so the loader does not fail (a warning, not an error), but a policy trained on it learns to "
+          "stand still: a follower unplugged or a logger replaying its last reading. The keep-list leaves it out. "
+          "Thresholds: `--threshold NAME=VALUE` (docs/curation.md#thresholds).",
+          "Leave the episode out (`lrtool validate --deep --write-keep keep.txt`), or re-record it.",
+          deep=True, **_manual("the recorded content is wrong; a keep-list leaves the episode out")),
+    Check("Q002", "dimension-stuck", INFO, "One dimension stays still in an episode while the others move.",
+          "With --deep and at least 5 episodes: a dimension whose range in the episode is below `frozen_rel` of "
+          "its typical range although it moves in at least 80 % of the dataset's episodes.",
+          "A stuck joint or a dead sensor channel in that episode; it can also be a task that does not need the "
+          "joint, so it is information (on 12 real datasets: 6 of 50 episodes of one bimanual dataset, each a "
+          "single wrist or elbow).",
+          "Look at the episode; exclude it with `--exclude Q002` when the joint is broken.",
+          deep=True, **_manual("the recorded content; a keep-list can leave the episode out")),
+    Check("Q003", "episode-idle-ends", INFO, "An episode starts or ends with still frames that can be trimmed.",
+          "With --deep: the frames at the start (end) whose every action and state dimension stays within "
+          "`idle_rel` (2 %) of its range in the episode from the first (last) frame, reported from `idle_s` "
+          "(1 s) on, as trimmable frame ranges.",
+          "Padding teaches the policy to wait (openpi's DROID training drops idle ranges for this reason, "
+          "examples/droid/README_train.md). It loads fine: information.",
+          "`--write-keep` records the ranges (`trim=`); `FrameDataset(trim=...)` / `MixtureDataset(trim=True)` "
+          "leave those frames out; no file is rewritten.",
+          deep=True, **_manual("recorded as trimmable frames in a keep-list, never rewritten")),
+    Check("Q004", "episode-spike", WARNING, "A dimension jumps far beyond the episode's step sizes.",
+          "With --deep: the largest step |x[t+1] - x[t]| of a dimension exceeds `spike_k` (10) times the "
+          "episode's robust step scale (the larger of the 95th percentile of its steps and the mean of its "
+          "non-zero steps), `spike_range` (0.5) of the dimension's typical range and 5 times the median over the "
+          "episodes of their largest step of that dimension (with fewer than 5 episodes, where that median means "
+          "little: 1.5 x `spike_k` instead). From the stored statistics (v3.0 quantiles) on a copy without its "
+          "data: a few frames more than one typical range beyond the episode's 1st-99th percentiles.",
+          "A dropout, an encoder wrap or a tracking jump: wrong targets for those frames, inflated statistics. It "
+          "loads, so a warning.",
+          "Leave the episode out, or fix the recording.",
+          deep=True, **_manual("the recorded content; a keep-list leaves the episode out")),
+    Check("Q005", "episode-non-finite", WARNING, "An episode's action or state holds NaN or infinite values.",
+          "With --deep: every value of the action* and observation* columns is finite.",
+          "The loader reads the values as stored (no error), but normalisation and the loss turn NaN: the run "
+          "diverges at the first batch holding one.",
+          "Leave the episode out, or fix the recording.",
+          deep=True, **_manual("the recorded content; a keep-list leaves the episode out")),
+    Check("Q006", "dimension-pinned", INFO, "A dimension sits at the dataset's observed limit for a long run.",
+          "With --deep: a moving dimension (grippers and hands excepted, by name) stays at the dataset's "
+          "minimum or maximum of that dimension for at least `pinned_s` (2 s) and half of the episode.",
+          "Clipping or saturation biases the targets; holding a joint at its limit can also be the task, so it is "
+          "information.",
+          "Check the robot's limits and the teleoperation scaling.",
+          deep=True, **_manual("the recorded content")),
+    Check("Q007", "action-state-lag", WARNING, "An episode's actions and states are out of step.",
+          "With --deep and at least 5 episodes whose actions track the state: the shift k (within "
+          "+-15 frames) maximising the correlation of the action's velocity at t with the state's at t + k "
+          "differs from the dataset's median shift by more than `lag_frames` (4), with a correlation of at "
+          "least 0.3 that beats the one at the median shift by 0.1.",
+          "Observations are paired with the actions of another moment (a clock or buffering fault): the policy "
+          "learns the wrong reaction. It loads: a warning.",
+          "Leave the episode out, or re-align its timestamps at the source.",
+          deep=True, **_manual("the recorded content; a keep-list leaves the episode out")),
+    Check("Q008", "episode-shorter-than-chunk", INFO, "An episode is shorter than a policy's action chunk.",
+          "Episode length (metadata) against --chunk-size (default 50: pi0, pi0.5 and SmolVLA's chunk_size in "
+          "lerobot's policies/*/configuration_*.py; ACT uses 100, GR00T 40).",
+          "lerobot does not drop it: targets past the episode's end are clamped to its last frame and marked "
+          "`action_is_pad` (dataset_reader `_get_query_indices`); ACT masks them, Diffusion's "
+          "`do_mask_loss_for_padding` is False by default, so it trains on repeated last actions. Information.",
+          "Use a smaller chunk, or exclude short episodes with `--exclude Q008`.",
+          **_manual("the episode's length")),
+    Check("Q009", "episode-duplicate", WARNING, "An episode duplicates another episode of the dataset.",
+          "With --deep: equal signatures (values rounded to 4 decimals, BLAKE2b) or near duplicates (16 points per "
+          "dimension scaled to its range within `near_duplicate` (0.01) RMS, means and ranges within the same "
+          "share, lengths within 10 %); the lowest-numbered episode of a group is kept.",
+          "The copy weighs twice in training and leaks between train and evaluation splits. It loads: a warning.",
+          "Leave the copies out (the keep-list does).",
+          deep=True, **_manual("the recorded content; a keep-list leaves the copies out")),
+    Check("Q010", "episode-duplicate-across", WARNING, "An episode duplicates an episode of another dataset of the "
+          "mixture.",
+          "Mixture files with --deep: the signatures of Q009 compared across every dataset of the mixture (same "
+          "number of action/state dimensions); the episode of the earlier mixture entry is kept.",
+          "The same demonstration published twice is sampled twice as often; evaluation on one dataset leaks "
+          "training data of the other. A warning.",
+          "Drop one copy (the keep-list does).",
+          deep=True, **_MIXTURE),
+    Check("Q011", "camera-black", WARNING, "A camera is black or covered in an episode.",
+          "With --camera-frames N (decoded frames sampled per episode and camera): at least half of the sampled "
+          "frames have a mean grey level below 12 of 255 or a standard deviation below 2 (rdq 0.3.4's "
+          "BLACK_MEAN and FLAT_STD). On a copy without its videos: per-episode image mean < 0.05 and std < 0.01 in "
+          "the stored statistics.",
+          "No visual evidence: the policy learns to act blind. The decoder reads the frames fine: a warning.",
+          "Leave the episode out, or check the camera.",
+          **_manual("the recorded content; a keep-list leaves the episode out")),
+    Check("Q012", "camera-overexposed", WARNING, "A camera is overexposed (washed out) in an episode.",
+          "With --camera-frames N: at least half of the sampled frames have a mean grey level above 235 with a "
+          "standard deviation below 10 (rdq 0.3.4 --video-full). On a copy without its videos: per-episode image "
+          "mean > 0.92 and std < 0.04.",
+          "No visual evidence, as Q011. A warning.",
+          "Leave the episode out, or fix the exposure.",
+          **_manual("the recorded content; a keep-list leaves the episode out")),
+    Check("Q013", "camera-frozen", WARNING, "A camera's picture does not change while the robot moves.",
+          "With --camera-frames N: every pair of consecutive sampled frames differs by a mean absolute grey "
+          "difference below 0.5 (rdq 0.3.4's FROZEN_DIFF) while the episode's state moves (not Q001).",
+          "A stalled camera feed: the policy sees one picture for the whole episode. A warning.",
+          "Leave the episode out, or fix the capture pipeline.",
+          **_manual("the recorded content; a keep-list leaves the episode out")),
+    Check("Q014", "camera-duplicate-stream", WARNING, "Two camera keys hold the same pictures.",
+          "With --camera-frames N: the sampled frames of two video keys are equal (mean absolute difference "
+          "below 0.5 grey levels) in an episode; reported once for the dataset when it holds in every sampled "
+          "episode. On a copy without its videos: equal per-episode image statistics of two keys.",
+          "One device recorded twice, or a key mapped to the wrong camera: a view the policy expects is missing. "
+          "A warning.",
+          "Map the key to the right camera; for single episodes, leave them out.",
+          **_manual("the recorded content; a keep-list leaves the episode out")),
+    # ------------------------------------------------------------------ L: ledger and licence (before download)
+    Check("L001", "episode-ledger", WARNING, "The v3.0 episode ledger shows the file-boundary signature of a "
+          "faulty conversion.",
+          "v3.0 `meta/episodes` data/chunk_index and data/file_index of consecutive episodes never go back; "
+          "with a data file's footer on disk: its row count equals the lengths of the episodes the "
+          "ledger places in it, else the signature of lerobot's v2.1->v3.0 converter bug (huggingface/lerobot#2401: "
+          "the first episode of every file after the first is recorded in the file before) is named.",
+          "lerobot 0.4.4 loads every data file, so training reads the rows (a warning), but every tool that "
+          "follows the ledger to a file (an episode-subset download, `lrtool prefetch KEEP`, "
+          "`dataset_tools` edits) reads the wrong file for the boundary episodes.",
+          "Re-convert with a lerobot release after the fix (0d1be72dc), or fix data/chunk_index and file_index.",
+          **_manual("the episode metadata needs the data files' row counts to be rewritten")),
+    Check("L002", "license-missing", INFO, "The dataset card states no license.",
+          "README.md front matter (the Hub dataset card's YAML) `license:`; absent, `other` or `unknown`.",
+          "Nothing breaks; whoever trains on it cannot tell under which terms. Information.",
+          "Ask the owner, or add `license:` to the card.",
+          **_manual("the dataset card")),
+    Check("L003", "license-conflict", WARNING, "A mixture combines licenses whose terms conflict.",
+          "Mixture files: the datasets' card licenses (L002) grouped by their terms: non-commercial (cc-by-nc-*), "
+          "no-derivatives (*-nd-*), share-alike families (cc-by-sa-*, gpl-*/agpl-*/lgpl-*, odbl, cdla-sharing) "
+          "and unstated. Reported, never judged legally: non-commercial or no-derivatives terms beside any other, "
+          "or two different share-alike families.",
+          "Nothing breaks at load time; the terms of one dataset may not allow what the others' allow for the "
+          "trained model. A warning for a person to decide.",
+          "Check each dataset's terms with whoever decides; drop or replace the datasets concerned.",
+          **_MIXTURE),
 ]
 
 CATALOGUE: dict[str, Check] = {c.id: c for c in _CHECKS}
@@ -690,6 +828,7 @@ FAMILIES = {
     "M": "targets and mixtures", "I": "info.json", "S": "schema drift", "T": "tasks", "C": "counts and indices",
     "D": "deep (row level, --deep)", "F": "files", "R": "row groups", "G": "statistics",
     "X": "mixture compatibility (mixture files)",
+    "Q": "episode content (curation; --deep, --camera-frames)", "L": "ledger and licence (decide before downloading)",
 }
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lerobot_tools.checks import catalogue
+from lerobot_tools.checks.content.facts import CurationFacts
+from lerobot_tools.checks.content.options import ContentOptions
 from lerobot_tools.dataset.footers import FooterInfo
 from lerobot_tools.dataset.model import Dataset
 from lerobot_tools.dataset.subset import EpisodeSubset
@@ -33,6 +35,9 @@ class ValidateOptions:
         world_size: number of ranks for R004 (None = not checked).
         all_videos: probe every video header with PyAV (default: the first file per video key;
             every file is still sniffed and box-walked). Implied by ``deep``.
+        content: thresholds of the episode content checks (family Q, with ``deep``); None leaves the family out
+            (``lrtool repair`` validates without it: nothing there is repaired mechanically).
+        camera_frames: decoded frames sampled per episode and camera for Q011-Q014 (0: not run).
     """
 
     deep: bool = False
@@ -42,6 +47,8 @@ class ValidateOptions:
     row_group_mb: float = 32.0
     world_size: int | None = None
     all_videos: bool = False
+    content: ContentOptions | None = field(default_factory=ContentOptions)
+    camera_frames: int = 0
 
 
 class CheckContext:
@@ -89,6 +96,16 @@ class CheckContext:
         #: the episodes the target reads (:class:`lerobot_tools.dataset.subset.EpisodeSubset`): files of the others
         #: that are absent or placeholders are "not requested" (:func:`lerobot_tools.checks.targets.not_requested`)
         self.subset = EpisodeSubset.of(target)
+        #: what the keep-list writer and the mixture-wide duplicate search need (set by the content family and
+        #: the engine), carried on the report
+        self.curation = CurationFacts()
+        #: the copy's download marker (:mod:`lerobot_tools.dataset.downloads`), None for a complete copy
+        self.download = None
+
+    def not_downloaded(self, episodes: list[int]) -> bool:
+        """True when a file holding ``episodes`` is absent because the copy is marked as not downloaded yet
+        (``lrtool prefetch --meta-only``) and it holds none of the episodes fetched since."""
+        return self.download is not None and not self.download.downloaded(episodes)
 
     # -------------------------------------------------------------- selection
     def enabled(self, *check_ids: str) -> bool:

@@ -20,9 +20,13 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from lerobot_tools._arrow_numpy import list_lengths, numpy_values
 from lerobot_tools._memory import release_freed, resident_bytes
 from lerobot_tools._parallel import read_ahead, thread_map
+from lerobot_tools.checks.content import run as content_run
+from lerobot_tools.checks.content.episode import ContentBuilder, ContentRequest, EpisodeSummary
 from lerobot_tools.checks.context import CheckContext
 from lerobot_tools.checks.stats import deep as stats_deep
 from lerobot_tools.dataset.footers import row_group_rows
@@ -65,11 +69,17 @@ class _FileScan:
     ts_off: dict[int, tuple[list[int], list[float]]] = field(default_factory=dict)
     #: more than :data:`MAX_TS_KEPT` such timestamps: the rest were not kept
     ts_off_truncated: bool = False
+    #: per-episode content summaries when a content request was given (family Q)
+    content: "list[EpisodeSummary] | None" = None
+    #: episodes too long to summarise within the memory bound (not judged by family Q)
+    content_too_long: list[int] = field(default_factory=list)
+    #: content features whose rows do not all hold the declared number of values (D005/S004; not judged)
+    content_unusable: list[str] = field(default_factory=list)
 
 
 def scan_to_dict(scan: _FileScan) -> dict:
     """A scan as plain JSON (to carry it between processes); :func:`scan_from_dict` inverts it exactly."""
-    return {
+    d = {
         "runs": [list(r) for r in scan.runs],
         "episodes": [[e, st.rows, st.bad_frame, list(st.first_bad_frame) if st.first_bad_frame else None,
                       st.bad_ts, st.max_ts_err] for e, st in scan.episodes.items()],
@@ -81,6 +91,13 @@ def scan_to_dict(scan: _FileScan) -> dict:
         "ts_off": [[e, list(pos), list(ts)] for e, (pos, ts) in scan.ts_off.items()],
         "ts_off_truncated": scan.ts_off_truncated,
     }
+    if scan.content is not None:
+        d["content"] = [c.to_dict() for c in scan.content]
+    if scan.content_too_long:
+        d["content_too_long"] = list(scan.content_too_long)
+    if scan.content_unusable:
+        d["content_unusable"] = list(scan.content_unusable)
+    return d
 
 
 def scan_from_dict(d: dict) -> _FileScan:
@@ -101,11 +118,16 @@ def scan_from_dict(d: dict) -> _FileScan:
         scan.stats = stats_deep.FileStats.from_dict(d["stats"])
     scan.ts_off = {int(e): ([int(x) for x in pos], [float(x) for x in ts]) for e, pos, ts in d.get("ts_off") or []}
     scan.ts_off_truncated = bool(d.get("ts_off_truncated"))
+    if d.get("content") is not None:
+        scan.content = [EpisodeSummary.from_dict(c) for c in d["content"]]
+    scan.content_too_long = [int(e) for e in d.get("content_too_long", [])]
+    scan.content_unusable = [str(n) for n in d.get("content_unusable", [])]
     return scan
 
 
 def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int | None,
-              list_columns: dict[str, int], stats: "stats_deep.StatsRequest | None" = None) -> _FileScan:
+              list_columns: dict[str, int], stats: "stats_deep.StatsRequest | None" = None,
+              content: ContentRequest | None = None) -> _FileScan:
     """Stream one data file's index columns and return what was seen (see module docstring).
 
     Args:
@@ -115,6 +137,8 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
         index_offset: the global ``index`` expected on the first row (None skips D002).
         list_columns: variable-length list columns to check, name -> declared length.
         stats: the numeric columns (and quantile thresholds) to accumulate per episode for G010, or None.
+        content: the action/state columns to summarise per episode for family Q
+            (:mod:`lerobot_tools.checks.content.episode`), or None.
 
     Raises:
         Exception: pyarrow errors for unreadable data pages (the caller reports them).
@@ -135,20 +159,28 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     wanted = [c for c in ("episode_index", "frame_index", "index", "timestamp") if usable(c)]
     cols = wanted + [c for c in list_columns if c in names]
     builder = stats_deep.FileStatsBuilder(stats) if stats is not None else None
+    summariser = ContentBuilder(content) if content is not None else None
     batch_rows = BATCH_ROWS
+    numeric: dict = {}
     if builder is not None:
         cols += [c for c in builder.names if c in names and c not in cols]
-        batch_rows = stats_deep.batch_rows_for(pf.schema_arrow, builder.columns, BATCH_ROWS)
+        numeric.update(builder.columns)
+    if summariser is not None:
+        cols += [c for c in summariser.names if c in names and c not in cols]
+        numeric.update({n: (d, np.dtype(np.float64)) for n, (d, _) in content.columns.items() if n not in numeric})
+    if numeric:
+        batch_rows = stats_deep.batch_rows_for(pf.schema_arrow, numeric, BATCH_ROWS)
     scan = _FileScan()
     if "episode_index" not in wanted or not cols:
         return scan
     carry_ep = None
     carry_pos = 0
-    if builder is not None:  # statistics: decode the next batches while the numpy pass runs on this one
+    reducing = builder is not None or summariser is not None
+    if reducing:  # statistics or content: decode the next batches while the numpy pass runs on this one
         batches = _decode_ahead(path, pf, cols, batch_rows)
     else:
         batches = pf.iter_batches(batch_size=batch_rows, columns=cols)
-    pool = pa.default_memory_pool() if builder is not None else None
+    pool = pa.default_memory_pool() if reducing else None
     released = time.perf_counter()
     with contextlib.closing(batches):  # stops and joins the read-ahead thread whatever happens in the loop
         for batch in batches:
@@ -172,8 +204,11 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                 scan.episodes.setdefault(e, _EpisodeStats()).rows += int(ln)
             carry_pos = int(pos[-1]) + 1
             carry_ep = int(ep[-1])
+            if summariser is not None:
+                summariser.add(batch, ep[starts], starts, lens)
             if builder is not None:
                 builder.add(batch, ep[starts], starts, lens)
+            if reducing:
                 now = resident_bytes()
                 if now is None:
                     due = time.perf_counter() - released >= RELEASE_EVERY_S
@@ -228,6 +263,10 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
                     scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad
             scan.rows += n
 
+    if summariser is not None:
+        scan.content = summariser.result()
+        scan.content_too_long = list(summariser.too_long)
+        scan.content_unusable = sorted(summariser.unusable)
     if builder is not None:
         # the parsed footer (~100 MB for 14,000 row groups) is not needed to merge the moments: free it first
         del batches, pf
@@ -311,8 +350,9 @@ def _decode_ahead(path, pf, cols: list[str], batch_rows: int):
 def run(ctx: CheckContext) -> None:
     """Family D (``--deep``): stream the index columns of every readable data file.
 
-    Emits D001-D005, C005 per episode, F007 for data pages that cannot be read behind a valid footer, and
-    (through :mod:`lerobot_tools.checks.stats.deep`) G010. Reads the options ``deep`` and ``tolerance_s``,
+    Emits D001-D005, C005 per episode, F007 for data pages that cannot be read behind a valid footer,
+    (through :mod:`lerobot_tools.checks.stats.deep`) G010, and (through :mod:`lerobot_tools.checks.content.run`)
+    the episode content checks of family Q. Reads the options ``deep`` and ``tolerance_s``,
     ``ctx.episodes_ok``, ``ctx.data_files``, ``ctx.footers``, ``ctx.bad_data_files`` and ``ctx.stats_facts``;
     sets nothing.
     """
@@ -320,10 +360,12 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("D001-D005, C005 per episode", "--deep not given (footers only)")
         if ctx.enabled("G010") and ctx.stats_facts is not None:
             ctx.skip("G010 (stored statistics against the data)", "--deep not given")
+        content_run.not_deep(ctx)
         return
     ds = ctx.dataset
     if not ctx.episodes_ok or not ctx.data_files:
         ctx.skip("D001-D005", "no readable episode metadata or data files")
+        content_run.not_deep(ctx, "no readable episode metadata or data files")
         return
     import pyarrow as pa
 
@@ -339,6 +381,8 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("D002 across files", "some data files are missing or unreadable, so global index positions are unknown")
     stats = _stats_comparison(ctx, by_ep)
     stats_complete = not ctx.bad_data_files
+    content = content_run.start(ctx, next((ctx.footers[df.relpath] for df in ctx.data_files
+                                           if df.relpath in ctx.footers), None))
     for df in ctx.data_files:
         rel = df.relpath
         footer = ctx.footers.get(rel)
@@ -360,6 +404,8 @@ def run(ctx: CheckContext) -> None:
         if offset is None and ds.layout == "v3" and first is not None:
             offset = first.from_index  # after an unreadable file, v3 metadata still says where this one starts
         kw = {} if stats is None else {"stats": stats.request(df.episodes)}
+        if content is not None:
+            kw["content"] = content.request
         try:
             scan = ctx.observer.scan_file(rel, ds.path(rel), fps=fps, tolerance_s=tol, index_offset=offset,
                                           list_columns=list_cols, **kw)
@@ -373,6 +419,8 @@ def run(ctx: CheckContext) -> None:
                 stats_complete = False
             else:
                 stats.add_file(scan.stats)
+        if content is not None:
+            content.add(scan.content, scan.content_too_long, scan.content_unusable)
         if global_offset is not None:
             global_offset += footer.num_rows
         _report_file(ctx, df, scan, by_ep, prev_last_ep, tol)
@@ -384,6 +432,9 @@ def run(ctx: CheckContext) -> None:
             prev_last_ep = scan.runs[-1][0]
     if stats is not None:
         stats_deep.report(ctx, stats, complete=stats_complete and not stats.split)
+    if content is not None:
+        content.finish(ctx)
+    content_run.cameras(ctx, content)
 
 
 def _stats_comparison(ctx: CheckContext, by_ep: dict) -> "stats_deep.StatsComparison | None":

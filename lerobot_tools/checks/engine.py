@@ -13,7 +13,9 @@ import time
 from typing import Callable
 
 from lerobot_tools._memory import release_freed
-from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, stats, targets, tasks, timestamps, videos
+from lerobot_tools.checks import (counts, deep, files, info, ledger, rowgroups, schema, stats, targets, tasks,
+                                 timestamps, videos)
+from lerobot_tools.checks.content import run as content_run
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.model import INFO_PATH, Dataset, NotADatasetError
@@ -36,6 +38,7 @@ def _families() -> list[tuple[str, Family]]:
         ("F", files.run),
         ("T", tasks.run_data),
         ("C", counts.run_data),
+        ("L", ledger.run),
         ("S", schema.run),
         ("R", rowgroups.run),
         ("F", videos.run),
@@ -80,11 +83,17 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
             ctx.emit("I001" if isinstance(exc, NotADatasetError) else "I002", exc.message, INFO_PATH)
             ctx.skip("all other checks", "meta/info.json could not be read")
         if ctx.dataset is not None:
+            from lerobot_tools.dataset.downloads import read_state
+
+            ctx.download = read_state(target.root)
+            if ctx.download is not None:
+                ctx.curation.downloaded = set(ctx.download.episodes)
+                report.notes.append(ctx.download.describe())
             report.codebase_version = ctx.dataset.codebase_version
             for letter, fam in _families():
                 if not ctx.family_enabled(letter) and letter not in ("C", "F", "I") \
-                        and not (letter == "D" and ctx.enabled("G010")):  # the deep pass also computes G010
-                    continue
+                        and not (letter == "D" and (ctx.enabled("G010") or content_run.enabled(ctx))):
+                    continue  # the deep pass also computes G010 and the content checks (Q)
                 try:
                     fam(ctx)
                 except StopChecks as stop:
@@ -95,10 +104,26 @@ def validate_target(target: Target, options: ValidateOptions | None = None, *,
                     # now: hand their pages back before the next family parses its own
                     release_freed()
     report.causes = shared_causes(ctx.placeholders)
+    report.curation = _curation(ctx)
     report.findings = group_findings(ctx.findings)
     report.not_checked = ctx.not_checked
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _curation(ctx: CheckContext):
+    """The target's :class:`~lerobot_tools.checks.content.facts.CurationFacts`, completed with the episode list
+    and every finding that names an episode (before findings are grouped)."""
+    from lerobot_tools.checks.content.facts import EpisodeFinding
+
+    facts = ctx.curation
+    if ctx.dataset is not None and ctx.episodes_ok:
+        eps = ctx.dataset.episodes
+        facts.episodes = [e.episode_index for e in eps]
+        facts.lengths = {e.episode_index: e.length for e in eps if e.length is not None}
+    facts.findings = [EpisodeFinding(int(f.subject["episode"]), f.check, f.severity, f.message)
+                      for f in ctx.findings if isinstance(f.subject.get("episode"), int)]
+    return facts
 
 
 def validate_contained(target: Target, options: ValidateOptions | None = None, *,

@@ -119,6 +119,7 @@ def run(ctx: CheckContext) -> None:
     ctx.data_files = data_files
     missing = []
     unrequested = []  # absent or placeholder files of episodes the target does not read: at most info
+    pending: list[str] = []  # absent files a --meta-only copy has not downloaded yet (never "missing")
     paths = [_locate(ds, df.relpath) for df in data_files]
     reads = thread_map(_read_data_file, [(p, df.relpath) for df, p in zip(data_files, paths)
                                          if not isinstance(p, DatasetError)], io_bound=True)
@@ -129,6 +130,10 @@ def run(ctx: CheckContext) -> None:
             ctx.bad_data_files.add(rel)
             continue
         s, footer = next(reads)
+        if s.kind == "missing" and ctx.not_downloaded(df.episodes):
+            pending.append(rel)
+            ctx.bad_data_files.add(rel)
+            continue
         if layout is None and unrequested_file(ctx, df, s.kind):
             unrequested.append((df, s.kind))
             ctx.bad_data_files.add(rel)
@@ -152,7 +157,7 @@ def run(ctx: CheckContext) -> None:
     readable = [rel for rel in loader_files if rel.endswith(".parquet")] if ds.layout == "v3" else loader_files
     relocated = bool(missing) and _relocated(ctx, "data", ds.data_path, [df.relpath for df in data_files],
                                              [df.relpath for df in missing], None)
-    if not readable and not relocated:
+    if not readable and not relocated and not pending:
         _no_data(ctx, missing)
     elif missing and not relocated:
         for df in missing:
@@ -162,9 +167,12 @@ def run(ctx: CheckContext) -> None:
                 msg = f"data file for episode {format_episodes(df.episodes)} is missing (named by {layout.source})"
             ctx.emit("F001", msg, df.relpath, group="data files are missing", file_kind="data", episodes=df.episodes)
     not_requested(ctx, "data", unrequested)
-    if ctx.bad_data_files:
+    if pending:
+        ctx.skip("F001, S001-S007, R001-R004, C002/C005, D001-D005, Q001-Q009 for data files not downloaded",
+                 f"{len(pending)} of {len(data_files)} data file(s) not downloaded yet ({ctx.download.describe()})")
+    if len(ctx.bad_data_files) > len(pending):
         ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
-                 f"{len(ctx.bad_data_files)} of {len(data_files)} data file(s) missing or unreadable")
+                 f"{len(ctx.bad_data_files) - len(pending)} of {len(data_files)} data file(s) missing or unreadable")
     _orphans(ctx, layout, loader_files, from_glob)
     _check_images(ctx)
 

@@ -53,6 +53,7 @@ def run(ctx: CheckContext) -> None:
     probes = {}
     missing = []
     unrequested = []  # absent or placeholder files of episodes the target does not read: at most info
+    pending = 0  # absent files a --meta-only copy has not downloaded yet (never "missing")
     # two passes over a thread pool, emitting in file order: sniff every file, then probe those that may be
     # videos (the decoder header of the first of each video key, or of all)
     located = []
@@ -81,6 +82,9 @@ def run(ctx: CheckContext) -> None:
     for vf, path, s, with_header in plan:
         if isinstance(path, DatasetError):
             ctx.emit("I008", path.message, vf.relpath, key="video_path", video_key=vf.video_key)
+            continue
+        if s.kind == "missing" and ctx.not_downloaded(vf.episodes):
+            pending += 1
             continue
         if layout is None and unrequested_file(ctx, vf, s.kind):
             unrequested.append((vf, s.kind))
@@ -116,6 +120,9 @@ def run(ctx: CheckContext) -> None:
                          vf.relpath, group=f"video files of {vf.video_key} are missing", file_kind="video",
                          video_key=vf.video_key, episodes=vf.episodes)
     not_requested(ctx, "video", unrequested)
+    if pending:
+        ctx.skip("F002, F008-F010 for video files not downloaded",
+                 f"{pending} of {len(files)} video file(s) not downloaded yet ({ctx.download.describe()})")
     # a readable file whose header was not read (not the first of its video key, or the first could not be read)
     if use_pyav and not probe_all and any(not with_header for _, _, with_header in probes.values()):
         ctx.skip("F009 (codec/pix_fmt of every file)",

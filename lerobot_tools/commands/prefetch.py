@@ -18,6 +18,9 @@ from lerobot_tools.commands._distributed import distributed_options
 @click.option("--max-workers", type=click.IntRange(min=1), default=16, show_default=True,
               help="Download threads.")
 @click.option("--dry-run", is_flag=True, help="Resolve and list only: report what is missing, write and download nothing.")
+@click.option("--meta-only", is_flag=True,
+              help="Fetch only meta/ and the dataset card (README.md) of every repo and mark the copy, so that "
+                   "`lrtool validate --write-keep` can decide which episodes to download (docs/curation.md).")
 @click.option("--offline", is_flag=True,
               help="Make no request (also when HF_HUB_OFFLINE=1): report whether each local copy is complete "
                    "against its cached tree listing.")
@@ -45,13 +48,14 @@ from lerobot_tools.commands._distributed import distributed_options
 @click.option("--progress/--no-progress", default=None,
               help="Progress bars for files and bytes on stderr (default: when stderr is a terminal).")
 @distributed_options
-def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, no_lock, update_lock,
+def prefetch(mixture, local_dir_root, max_workers, dry_run, meta_only, offline, lock_path, no_lock, update_lock,
              api_requests, resolve_requests, window_s, budget_fraction, max_wait_s, fmt, progress, dist):
     """Download every dataset MIXTURE names into the local layout, skipping what is already on disk.
 
     MIXTURE is a mixture file (lines `org/name[@revision] [episodes=0-9,12]`, or OpenTau JSON).
     Revisions may be a branch, a tag (v2.1, v3.0) or a 40-hex commit SHA. Episode subsets fetch only
-    meta/ and the data/video files that hold those episodes. The endpoint is HF_ENDPOINT (default
+    meta/ and the data/video files that hold those episodes; --meta-only fetches meta/ and the card only
+    (decide with `lrtool validate MIXTURE --write-keep keep.txt`, then `lrtool prefetch keep.txt`). The endpoint is HF_ENDPOINT (default
     https://huggingface.co); the token is HF_TOKEN or the stored one, sent but never printed.
 
     Requests are paced per Hub rate-limit bucket ("api": resolves and listings; "resolvers": downloads),
@@ -75,7 +79,7 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, offline, lock_path, 
                               offline=True if offline else None, lock_path=lock_path, use_lock=not no_lock,
                               update_lock=update_lock, api_requests=api_requests,
                               resolve_requests=resolve_requests, window_s=window_s, budget_fraction=budget_fraction,
-                              max_wait_s=max_wait_s, progress=progress)
+                              max_wait_s=max_wait_s, progress=progress, meta_only=meta_only)
     if dist is not None:
         from lerobot_tools.commands._distributed import run_distributed
         from lerobot_tools.distributed.prefetch_job import make_spec

@@ -29,9 +29,22 @@ from lerobot_tools.errors import LrtoolError
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Record today's findings in this file.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: for mixtures on a terminal).")
+@click.option("--chunk-size", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Action chunk of the policy to train (Q008: shorter episodes are mostly padding); 50 is pi0, "
+                   "pi0.5 and SmolVLA's default, ACT uses 100.")
+@click.option("--camera-frames", type=click.IntRange(min=0, max=64), default=0, show_default=True, metavar="N",
+              help="Decode N frames per episode and camera for the camera checks Q011-Q014 (--deep; 0: not run).")
+@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
+              help="Set a content-check threshold (docs/curation.md), e.g. spike_k=20 or idle_s=2. Repeatable.")
+@click.option("--write-keep", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Write a keep-list: a mixture file naming every dataset with the episodes that pass, reasons as "
+                   "comments (docs/curation.md#keep-lists).")
+@click.option("--exclude", multiple=True, metavar="IDS",
+              help="Findings of these check IDs or prefixes exclude an episode from --write-keep (default: the Q "
+                   "warnings and every error naming an episode). Repeatable.")
 @distributed_options
 def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb, world_size, all_videos,
-             baseline, write_baseline, progress, dist):
+             baseline, write_baseline, progress, chunk_size, camera_frames, thresholds, write_keep, exclude, dist):
     """Check datasets for drift between info.json, parquet, tasks and files. Offline and read-only.
 
     TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches
@@ -50,14 +63,30 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
     try:
         sel = expand_selection(list(select))
         ign = expand_selection(list(ignore)) or set()
+        excl = expand_selection(list(exclude))
+        content = _content_options(chunk_size, thresholds)
     except ValueError as exc:
         fail(str(exc))
     options = ValidateOptions(deep=deep, tolerance_s=tolerance_s, select=sel, ignore=ign,
-                              row_group_mb=row_group_mb, world_size=world_size, all_videos=all_videos)
+                              row_group_mb=row_group_mb, world_size=world_size, all_videos=all_videos,
+                              content=content, camera_frames=camera_frames)
     if dist is not None:
+        if write_keep is not None:
+            fail("--write-keep needs every dataset's episodes in one process; it cannot be used with --shard or "
+                 "--executor")
         _run_distributed(dist, targets, options, fmt, baseline, write_baseline)
     try:
-        reports = run_validate(targets, options, jobs=jobs, progress=progress)
+        resolved: list = []
+        reports = run_validate(targets, options, jobs=jobs, progress=progress, resolved=resolved)
+        if write_keep is not None:
+            from lerobot_tools.keeplist import write_keep as write_keep_list
+
+            try:
+                kept, dropped = write_keep_list(write_keep, resolved, reports,
+                                                frozenset(excl) if excl is not None else None)
+            except OSError as exc:
+                fail(f"{write_keep}: cannot be written ({exc.strerror or exc})")
+            click.echo(f"wrote {write_keep}: {kept} episode(s) kept, {dropped} excluded", err=True)
         if write_baseline is not None:
             n = record_baseline(reports, write_baseline)
             click.echo(f"recorded {n} finding(s) in {write_baseline}", err=True)
@@ -66,6 +95,37 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
     except LrtoolError as exc:
         fail(str(exc))
     finish(ValidateResult(reports), fmt)
+
+
+def _content_options(chunk_size: int, thresholds: tuple[str, ...]):
+    """The :class:`~lerobot_tools.checks.content.options.ContentOptions` of ``--chunk-size`` and ``--threshold``.
+
+    Raises:
+        ValueError: a ``--threshold`` that is not ``NAME=VALUE`` with a known name and a number in range.
+    """
+    from dataclasses import fields, replace
+
+    from lerobot_tools.checks.content.options import ContentOptions
+    from lerobot_tools.errors import UsageError
+
+    known = {f.name: f.type for f in fields(ContentOptions)}
+    values: dict = {"chunk_size": chunk_size}
+    for item in thresholds:
+        name, eq, raw = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not eq or name not in known or name == "chunk_size":
+            raise ValueError(f"--threshold {item!r}: expected NAME=VALUE with NAME one of "
+                             f"{', '.join(n for n in known if n != 'chunk_size')}")
+        try:
+            values[name] = int(raw) if known[name] in ("int", int) else float(raw)
+        except ValueError:
+            raise ValueError(f"--threshold {item!r}: {raw!r} is not a number") from None
+    opts = replace(ContentOptions(), **values)
+    try:
+        opts.check()
+    except UsageError as exc:
+        raise ValueError(f"--threshold: {exc}") from None
+    return opts
 
 
 def _run_distributed(dist, targets, options, fmt, baseline, write_baseline):

@@ -3,10 +3,12 @@
 Two forms are read:
 
 * **Plain text** — one entry per line: ``repo_id[@revision]`` or a path, optionally followed by
-  ``episodes=0-9,12`` and ``weight=2.5`` (relative sampling weight, a non-negative number); ``#`` starts a
-  comment; blank lines are ignored. A relative path is taken relative to the mixture file; a token that is
-  not an existing path but has the form ``org/name`` is a repo id. Either every entry gives a weight or
-  none does.
+  ``episodes=0-9,12``, ``weight=2.5`` (relative sampling weight, a non-negative number) and
+  ``trim=3:0-14+281-299,7:0-29`` (frames of an episode a loader may leave out, inclusive ranges joined by ``+``;
+  written by ``lrtool validate --write-keep`` for idle heads and tails, honoured by the loaders' ``trim``
+  option); ``#`` starts a comment; blank lines are ignored. A relative path is taken relative to the mixture file;
+  a token that is not an existing path but has the form ``org/name`` is a repo id. Either every entry gives a
+  weight or none does.
 * **OpenTau training-config JSON** (OpenTau ``configs/default.py`` ``DatasetMixtureConfig``, docs/mixtures.md)
   — ``dataset_mixture.datasets[*]`` (or a bare
   mixture object ``{"datasets": [...]}``, or a list of entries) with ``repo_id`` / ``root`` /
@@ -116,6 +118,7 @@ class MixtureEntry:
         excluded_episodes: episodes to leave out (OpenTau; wins over ``episodes``).
         feature_mapping: OpenTau ``data_features_name_mapping`` (role -> column), if given.
         weight: relative sampling weight (text ``weight=``, JSON ``dataset_mixture.weights[i]``), if given.
+        trim: episode -> inclusive ``(first, last)`` frame ranges a loader may leave out (text ``trim=``), or None.
         error: a one-line problem when the entry is malformed (then it is reported, not resolved).
     """
 
@@ -128,8 +131,48 @@ class MixtureEntry:
     excluded_episodes: list[int] | None = None
     feature_mapping: dict[str, str] | None = None
     weight: float | None = None
+    trim: dict[int, list[tuple[int, int]]] | None = None
     error: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+#: at most this many frame ranges in one ``trim=`` value (a keep-list writes at most two per episode)
+MAX_TRIM_RANGES = 10_000_000
+
+
+def parse_trim_spec(text: str) -> dict[int, list[tuple[int, int]]]:
+    """Parse ``"3:0-14+281-299,7:0-29"`` into ``{3: [(0, 14), (281, 299)], 7: [(0, 29)]}`` (inclusive ranges,
+    sorted; an episode named twice has its ranges merged).
+
+    Raises:
+        ValueError: a part is not ``EPISODE:A-B[+C-D...]`` with ``A <= B``, or holds too many ranges.
+    """
+    out: dict[int, list[tuple[int, int]]] = {}
+    count = 0
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)\s*:\s*(.+)", part)
+        if not m:
+            raise ValueError(f"bad trim {part!r} (expected EPISODE:FIRST-LAST[+FIRST-LAST])")
+        ranges = out.setdefault(int(m.group(1)), [])
+        for r in m.group(2).split("+"):
+            rm = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", r)
+            if not rm or int(rm.group(2)) < int(rm.group(1)):
+                raise ValueError(f"bad trim range {r.strip()!r} in {part!r} (expected FIRST-LAST, FIRST <= LAST)")
+            ranges.append((int(rm.group(1)), int(rm.group(2))))
+            count += 1
+            if count > MAX_TRIM_RANGES:
+                raise ValueError("trim holds implausibly many ranges")
+    if not out:
+        raise ValueError("empty trim list")
+    return {e: sorted(r) for e, r in out.items()}
+
+
+def format_trim_spec(trim: dict[int, list[tuple[int, int]]]) -> str:
+    """Inverse of :func:`parse_trim_spec` (episodes ascending)."""
+    return ",".join(f"{e}:" + "+".join(f"{a}-{b}" for a, b in sorted(r)) for e, r in sorted(trim.items()) if r)
 
 
 def parse_episode_spec(text: str) -> list[int]:
@@ -251,6 +294,7 @@ def _copy_entry(e: MixtureEntry, source: str) -> MixtureEntry:
     return replace(e, source=source, episodes=None if e.episodes is None else list(e.episodes),
                    excluded_episodes=None if e.excluded_episodes is None else list(e.excluded_episodes),
                    feature_mapping=None if e.feature_mapping is None else dict(e.feature_mapping),
+                   trim=None if e.trim is None else {k: list(v) for k, v in e.trim.items()},
                    extras=dict(e.extras))
 
 
@@ -294,8 +338,14 @@ def _parse_text_line(line: str, base: Path) -> MixtureEntry:
             except ValueError as exc:
                 entry.error = str(exc)
                 break
+        elif key == "trim":
+            try:
+                entry.trim = parse_trim_spec(value)
+            except ValueError as exc:
+                entry.error = str(exc)
+                break
         else:
-            entry.error = f"unknown option {key!r} (known: episodes, revision, weight)"
+            entry.error = f"unknown option {key!r} (known: episodes, revision, weight, trim)"
             break
     if entry.error is None:
         entry.spec = head  # the dataset as named; its options are data (episodes, weight), never part of its name

@@ -64,6 +64,7 @@ class Target:
         episodes, excluded_episodes: requested subset (None = all).
         feature_mapping: OpenTau ``data_features_name_mapping`` to check against features.
         weight: the entry's relative sampling weight, if the mixture gives weights.
+        trim: episode -> inclusive frame ranges a loader may leave out (a keep-list's ``trim=``), or None.
         error: why it could not be resolved (None when resolved).
         notes: informational remarks about the resolution (e.g. revision not verifiable).
         entry_index: position of its entry in the mixture file's entries (None for a plain argument).
@@ -82,6 +83,7 @@ class Target:
     excluded_episodes: list[int] | None = None
     feature_mapping: dict[str, str] | None = None
     weight: float | None = None
+    trim: dict[int, list[tuple[int, int]]] | None = None
     error: str | None = None
     error_check: str = "M001"
     notes: list[str] = field(default_factory=list)
@@ -244,7 +246,7 @@ def _from_entry(entry: MixtureEntry, index: int | None = None) -> Target:
 def _resolve_entry(entry: MixtureEntry) -> Target:
     base = Target(spec=entry.spec, source=entry.source, repo_id=entry.repo_id, revision=entry.revision,
                   episodes=entry.episodes, excluded_episodes=entry.excluded_episodes,
-                  feature_mapping=entry.feature_mapping, weight=entry.weight)
+                  feature_mapping=entry.feature_mapping, weight=entry.weight, trim=entry.trim)
     if entry.error:
         base.error, base.error_check = entry.error, "M002"
         return base
@@ -254,7 +256,7 @@ def _resolve_entry(entry: MixtureEntry) -> Target:
     found = resolve_repo_id(entry.repo_id, entry.revision)
     found.spec, found.source = base.spec, base.source
     found.episodes, found.excluded_episodes = base.episodes, base.excluded_episodes
-    found.feature_mapping, found.weight = base.feature_mapping, base.weight
+    found.feature_mapping, found.weight, found.trim = base.feature_mapping, base.weight, base.trim
     return found
 
 
@@ -367,7 +369,8 @@ def merge_identical(targets: list[Target]) -> list[Target]:
                tuple(t.episodes) if t.episodes is not None else None,
                tuple(t.excluded_episodes) if t.excluded_episodes is not None else None,
                tuple(sorted(t.feature_mapping.items())) if t.feature_mapping else None,
-               t.weight, t.extras_key)
+               t.weight, t.extras_key,
+               tuple(sorted((e, tuple(r)) for e, r in t.trim.items())) if t.trim else None)
         pos = first.get(key)
         if pos is None:
             first[key] = len(kept)

@@ -187,7 +187,9 @@ def analyze_dataset(dd: DatasetDiagnosis, gpu: GpuSpec | None, options: Diagnose
         if gpu is not None:
             g.verdict = verdict(gpu, g.codec, g.chroma, g.bit_depth, g.width, g.height, g.profile, torchcodec_version)
         nframes = g.frame_count
-        if options.frames > 0 and dd.root:
+        if options.frames > 0 and dd.root and not (Path(dd.root) / first_rel).is_file():
+            dd.notes.append(f"{g.id}: no decode test ({first_rel} is not downloaded yet)")
+        elif options.frames > 0 and dd.root:
             if not nframes:
                 dd.notes.append(f"{g.id}: frame count unknown (no frame index and no duration); no decode test")
             else:

@@ -184,6 +184,31 @@ def _relocate_missing(ds, files: list[tuple[str, str]], raw: list[Problem]) -> l
     return [p for p in raw if p not in missing] + [merged]
 
 
+def declared_probe(rel: str, feat: dict, fps: float | None):
+    """A :class:`~lerobot_tools.video.probe.VideoProbe` from a camera's ``info.json`` declaration (``features[key]
+    ["info"]``: ``video.codec``, ``video.pix_fmt``, ``video.height``, ``video.width``, lerobot's
+    ``get_video_info``), for a video not downloaded yet; its ``warnings`` say where the facts come from."""
+    from lerobot_tools.video.codecs import canonical_codec
+    from lerobot_tools.video.probe import VideoProbe, _chroma_of
+
+    info = feat.get("info") if isinstance(feat.get("info"), dict) else {}
+    pix = info.get("video.pix_fmt") if isinstance(info.get("video.pix_fmt"), str) else None
+    try:
+        depth, chroma = _chroma_of(pix) if pix else (None, None)
+    except Exception:  # PyAV missing: the format's depth and chroma stay unknown
+        depth, chroma = None, None
+
+    def num(k):
+        v = info.get(k)
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    codec = info.get("video.codec") if isinstance(info.get("video.codec"), str) else None
+    return VideoProbe(rel, status="ok", codec=canonical_codec(codec) if codec else None, pix_fmt=pix, bit_depth=depth,
+                      chroma=chroma, width=num("video.width"), height=num("video.height"),
+                      fps=float(info.get("video.fps") or fps or 0) or None,
+                      warnings=["declared in meta/info.json: the file is not downloaded yet"])
+
+
 def _probe_file(rel: str, path, *, pyav: bool, gop: str, sniffed=None):
     from lerobot_tools.video.probe import probe_video
 
@@ -260,6 +285,11 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
     features = ds.features
     headed: set[str] = set()
     light = 0  # healthy files checked without reading their decoder header
+    from lerobot_tools.dataset.downloads import read_state
+
+    download = read_state(ds.root)  # a --meta-only copy: absent videos are not downloaded yet, never missing
+    episodes_of = {vf.relpath: vf.episodes for vf in ds.video_files()} if download is not None else {}
+    pending = 0
     for key, rel in files:
         dd.files_per_key[key] = dd.files_per_key.get(key, 0) + 1
         try:
@@ -269,6 +299,12 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
                                "video paths leave the dataset folder"))
             continue
         sn = sniff(path)
+        if sn.kind == "missing" and download is not None and not download.downloaded(episodes_of.get(rel, [])):
+            pending += 1
+            if key not in headed:  # judge the stream by what info.json declares until the file is downloaded
+                headed.add(key)
+                dd.streams.append(StreamProbe(key, rel, declared_probe(rel, features.get(key, {}), info_fps)))
+            continue
         if sn.kind == "missing":
             raw.append(_defect("F002", f"{key}: video file is missing", rel, f"video files of {key} are missing",
                                action=f"re-download the dataset's videos ({fetch})"))
@@ -316,6 +352,9 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
                                            action=f"re-download the dataset's videos ({fetch})"))
             else:
                 dd.notes.append(f"{key}: no video file is referenced by the episode metadata")
+    if pending:
+        dd.notes.append(f"{pending} video file(s) not downloaded yet ({download.describe()}): their streams are judged "
+                        "by what meta/info.json declares (codec, pix_fmt, size), without a decode test")
     if light:
         dd.notes.append(f"decoder headers read for the first healthy file of each video feature ({len(dd.streams)} "
                         f"of {len(dd.streams) + light} healthy files; the others were checked for presence and "

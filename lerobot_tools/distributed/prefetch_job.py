@@ -22,7 +22,7 @@ from lerobot_tools.distributed.partition import DatasetSize
 
 #: PrefetchOptions fields a plan carries (the rest are test hooks)
 _OPTION_FIELDS = ("local_dir_root", "max_workers", "dry_run", "offline", "lock_path", "use_lock", "update_lock",
-                  "api_requests", "resolve_requests", "window_s", "budget_fraction", "max_wait_s")
+                  "api_requests", "resolve_requests", "window_s", "budget_fraction", "max_wait_s", "meta_only")
 
 
 def make_spec(mixture: Path, options, concurrent: int) -> dict[str, Any]:
@@ -47,6 +47,7 @@ def _options(spec: dict, *, task: bool):
     from lerobot_tools.prefetch.run import PrefetchOptions
 
     d = dict(spec["options"])
+    d.setdefault("meta_only", False)  # a plan written before the option existed
     for name in ("local_dir_root", "lock_path"):
         if d.get(name) is not None:
             d[name] = Path(d[name])

@@ -42,9 +42,13 @@ def options_to_dict(o: ValidateOptions) -> dict[str, Any]:
 
 def options_from_dict(d: dict[str, Any]) -> ValidateOptions:
     """Inverse of :func:`options_to_dict`."""
+    from lerobot_tools.checks.content.options import ContentOptions
+
     d = dict(d)
     d["select"] = set(d["select"]) if d.get("select") is not None else None
     d["ignore"] = set(d.get("ignore") or [])
+    if isinstance(d.get("content"), dict):
+        d["content"] = ContentOptions(**d["content"])
     return ValidateOptions(**d)
 
 
@@ -62,13 +66,31 @@ def make_spec(targets: list, options: ValidateOptions, groups: list[tuple[str, i
 
 # ---------------------------------------------------------------------- reports in JSON
 def report_to_dict(r: DatasetReport) -> dict[str, Any]:
-    """A :class:`DatasetReport` as JSON, keeping every field (group keys and seconds included)."""
-    return asdict(r)
+    """A :class:`DatasetReport` as JSON, keeping every field (group keys and seconds included); of its curation
+    facts, what the merge's mixture-wide checks need (the licence and the duplicate signatures, Q010/L003)."""
+    facts, r.curation = r.curation, None
+    try:
+        d = asdict(r)
+    finally:
+        r.curation = facts
+    d["curation"] = None if facts is None else {
+        "license": facts.license, "dims": facts.dims,
+        "signatures": [[e, s.to_dict()] for e, s in facts.signatures]}
+    return d
 
 
 def report_from_dict(d: dict[str, Any]) -> DatasetReport:
     """Inverse of :func:`report_to_dict` (nested dataclasses rebuilt from the field types)."""
-    return dataclass_from_dict(DatasetReport, d)
+    from lerobot_tools.checks.content.facts import CurationFacts
+    from lerobot_tools.checks.content.signature import Signature
+
+    d = dict(d)
+    cur = d.pop("curation", None)
+    r = dataclass_from_dict(DatasetReport, d)
+    if isinstance(cur, dict):
+        r.curation = CurationFacts(license=cur.get("license"), dims=cur.get("dims"),
+                                   signatures=[(int(e), Signature.from_dict(s)) for e, s in cur.get("signatures", [])])
+    return r
 
 
 # ---------------------------------------------------------------------- record / replay
@@ -215,6 +237,9 @@ class ValidateJob:
                 groups.append((arg, [self._target(spec, i) for i in range(pos, pos + n)]))
                 pos += n
             check_mixtures(groups, reports, options)
+            from lerobot_tools.checks.content.across import check_across
+
+            check_across(groups, reports, options)
         return reports
 
     def report(self, result: list[DatasetReport], render: dict, out: IO[str]) -> int:

@@ -60,6 +60,34 @@ TORCH_DTYPES = {
 }
 
 
+def trim_range(ranges: Sequence[tuple[int, int]], length: int, episode: int, where: str) -> tuple[int, int]:
+    """The frames ``[first, stop)`` of an episode of ``length`` frames that remain once the inclusive ``ranges``
+    (at its start or end, see :class:`FrameDataset`'s ``trim``) are left out.
+
+    Raises:
+        DatasetError: a range lies past the episode, inside it (neither at the start nor at the end once the
+            others are removed), or the ranges leave no frame (``where`` names the file in the message).
+    """
+    for a, b in ranges:
+        if a < 0 or b < a or b >= length:
+            raise DatasetError(f"trim of episode {episode}: frames {a}-{b} are not within its {length} frames", where)
+    lo, hi = 0, length
+    for a, b in sorted(ranges):  # ranges reaching the first kept frame move it on
+        if a <= lo:
+            lo = max(lo, b + 1)
+    for a, b in sorted(ranges, key=lambda r: -r[1]):  # and from the end
+        if b >= hi - 1:
+            hi = min(hi, a)
+    inside = [(a, b) for a, b in sorted(ranges) if a < hi and b >= lo]
+    if inside and hi > lo:
+        a, b = inside[0]
+        raise DatasetError(f"trim of episode {episode}: frames {a}-{b} lie inside it; only its start and end can "
+                           "be trimmed", where)
+    if hi <= lo:
+        raise DatasetError(f"trim of episode {episode} leaves none of its {length} frames", where)
+    return lo, hi
+
+
 class LoaderWarning(UserWarning):
     """A data problem the loaders tolerate (e.g. a task label missing from the task table)."""
 
@@ -113,6 +141,10 @@ class FrameDataset(torch.utils.data.Dataset):
         resample: None: ``delta_timestamps`` offsets must be multiples of ``1/fps``; ``"nearest"``: an
             offset between two frames takes the nearest frame (how a mixture resamples a dataset to its
             ``action_freq``; OpenTau's default ``vector_resample_strategy``).
+        trim: episode index -> inclusive ``(first, last)`` frame ranges to leave out (a keep-list's ``trim=``,
+            idle heads and tails, docs/curation.md#keep-lists); only ranges at the start or the end of an episode.
+            The trimmed episode behaves as if it were recorded without them: samples, lengths and the clamping
+            of windows (``<key>_is_pad``) follow the kept frames; ``frame_index`` keeps its recorded values.
 
     Sample (``dataset[i]``), a dict:
         * each data column: ``torch.Tensor`` of the declared dtype; shape ``()`` for a scalar column
@@ -161,6 +193,7 @@ class FrameDataset(torch.utils.data.Dataset):
         mapped_budget: MappedBudget | None = None,
         resample: str | None = None,
         keys: Iterable[str] | None = None,
+        trim: Mapping[int, Sequence[tuple[int, int]]] | None = None,
     ):
         self.meta = root if isinstance(root, Dataset) else Dataset(root)
         self.root = self.meta.root
@@ -229,6 +262,14 @@ class FrameDataset(torch.utils.data.Dataset):
                 raise DatasetError(f"episode {ep.episode_index} has {n} rows but the episode metadata says "
                                    f"length {ep.length}", rel)
             lengths[k], row_starts[k] = n, start
+        self._frame_offset = np.zeros(len(selected), dtype=np.int64)
+        for k, e in enumerate(selected):
+            ranges = (trim or {}).get(e)
+            if ranges:
+                lo, hi = trim_range(ranges, int(lengths[k]), e, files[e])
+                row_starts[k] += lo
+                lengths[k] = hi - lo
+                self._frame_offset[k] = lo
         self.episode_lengths = lengths
         self.episode_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         self._row_starts = row_starts
@@ -376,7 +417,7 @@ class FrameDataset(torch.utils.data.Dataset):
         """``(episode_index, frame_index)`` int64 arrays of dataset indices, without reading any row."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         seg, frame = self._segments(idx)
-        return np.asarray(self.episodes, dtype=np.int64)[seg], frame
+        return np.asarray(self.episodes, dtype=np.int64)[seg], frame + self._frame_offset[seg]
 
     @property
     def decoder_stats(self) -> DecoderStats:

@@ -43,7 +43,7 @@ from lerobot_tools.dataset.mixture_schema import MixtureSchema, mixture_schema
 from lerobot_tools.dataset.model import Dataset
 from lerobot_tools.errors import DatasetError
 from lerobot_tools.loaders._arrow import MappedBudget, ensure_rows
-from lerobot_tools.loaders.frames import TORCH_DTYPES, FrameDataset, data_files_of
+from lerobot_tools.loaders.frames import TORCH_DTYPES, FrameDataset, data_files_of, trim_range
 from lerobot_tools.loaders.video import DecoderCache, DecoderStats
 
 __all__ = ["MixtureDataset", "MixtureMember", "read_mixture_members"]
@@ -60,6 +60,8 @@ class MixtureMember:
         weight: relative sampling weight (None: the mixture has no weights).
         feature_mapping: OpenTau ``data_features_name_mapping`` (role -> column), or None.
         name: label in messages and reports (the mixture entry as written; default the folder).
+        trim: episode -> inclusive frame ranges to leave out (a keep-list's ``trim=``), honoured when the
+            :class:`MixtureDataset` is made with ``trim=True``.
     """
 
     root: str | os.PathLike
@@ -68,6 +70,7 @@ class MixtureMember:
     weight: float | None = None
     feature_mapping: Mapping[str, str] | None = None
     name: str | None = None
+    trim: Mapping[int, Sequence[tuple[int, int]]] | None = None
 
 
 def read_mixture_members(path: str | os.PathLike) -> tuple[list[MixtureMember], float | None]:
@@ -85,7 +88,8 @@ def read_mixture_members(path: str | os.PathLike) -> tuple[list[MixtureMember], 
     for t in resolve_targets([str(path)]):
         if t.error or t.root is None:
             raise DatasetError(f"mixture entry {t.spec!r} ({t.source}): {t.error}", path)
-        members.append(MixtureMember(t.root, t.episodes, t.excluded_episodes, t.weight, t.feature_mapping, t.spec))
+        members.append(MixtureMember(t.root, t.episodes, t.excluded_episodes, t.weight, t.feature_mapping, t.spec,
+                                     t.trim))
     return members, spec.action_freq
 
 
@@ -100,6 +104,7 @@ class _Member:
     features: dict
     mapping: dict[str, str]
     weight: float | None
+    trim: dict | None
     episodes: np.ndarray  # selected episode indices, ascending (int64)
     lengths: np.ndarray  # their lengths (int64)
     data_files: list[str] = field(default_factory=list)  # absolute paths
@@ -121,6 +126,8 @@ class MixtureDataset(torch.utils.data.Dataset):
         tolerance_s, decode_video, frames_dtype, cache_dir, progress: as for :class:`FrameDataset`.
         decoder_cache_size: open video decoders per process, shared by all datasets (default 32).
         max_mapped_mb: bound (MB per process, all datasets together) on mapped Arrow pages.
+        trim: leave out the frames the mixture's ``trim=`` entries name (a keep-list's idle heads and tails;
+            see :class:`FrameDataset`); False reads every frame of the selected episodes.
 
     Sample (``mixture[i]``): a dict holding every name of :attr:`names` (tensors as
     :class:`FrameDataset` returns them, numeric ones cast to :attr:`dtypes`; the task string as ``str``
@@ -156,7 +163,7 @@ class MixtureDataset(torch.utils.data.Dataset):
                  delta_timestamps: Mapping[str, Sequence[float]] | None = None, tolerance_s: float = 1e-4,
                  decode_video: bool = True, frames_dtype: str = "float32",
                  cache_dir: str | os.PathLike | None = None, decoder_cache_size: int | None = None,
-                 max_mapped_mb: float | None = 128.0, progress: bool = False):
+                 max_mapped_mb: float | None = 128.0, progress: bool = False, trim: bool = False):
         file_freq = None
         if isinstance(source, (str, os.PathLike)):
             given, file_freq = read_mixture_members(source)
@@ -169,6 +176,7 @@ class MixtureDataset(torch.utils.data.Dataset):
         self.decode_video = bool(decode_video)
         self.frames_dtype = frames_dtype
         self.cache_dir = cache_dir
+        self.trim = bool(trim)
         self.members = [self._read_member(m) for m in given]
         for pos, m in enumerate(self.members):
             m.pos = pos
@@ -220,13 +228,21 @@ class MixtureDataset(torch.utils.data.Dataset):
             eps = [by_index[e] for e in selected]
             files = sorted(set(data_files_of(meta, eps).values()))
             lengths = [ep.length for ep in eps]
+            trim = {int(e): list(r) for e, r in given.trim.items() if int(e) in set(selected)} \
+                if self.trim and given.trim else None
             if any(n is None for n in lengths):  # no length in the metadata: count the rows
-                fd = FrameDataset(meta, episodes=selected, decode_video=False, cache_dir=self.cache_dir)
+                fd = FrameDataset(meta, episodes=selected, decode_video=False, cache_dir=self.cache_dir, trim=trim)
                 lengths = fd.episode_lengths.tolist()
+            elif trim:
+                where = meta.episode_files[0] if meta.layout == "v3" and meta.episode_files else "meta/episodes.jsonl"
+                for k, e in enumerate(selected):
+                    if e in trim:
+                        lo, hi = trim_range(trim[e], int(lengths[k]), e, where)
+                        lengths[k] = hi - lo
         except DatasetError as exc:
             raise DatasetError(f"mixture dataset {name!r}: {exc}", given.root) from None
         return _Member(name, Path(given.root), meta.codebase_version, float(meta.fps), meta.features,
-                       dict(given.feature_mapping or {}), given.weight, np.asarray(selected, dtype=np.int64),
+                       dict(given.feature_mapping or {}), given.weight, trim, np.asarray(selected, dtype=np.int64),
                        np.asarray(lengths, dtype=np.int64), [str(meta.path(f)) for f in files])
 
     def _set_weights(self, weights: Sequence[float] | None) -> None:
@@ -303,7 +319,7 @@ class MixtureDataset(torch.utils.data.Dataset):
                                   frames_dtype=self.frames_dtype, cache_dir=self.cache_dir,
                                   decoder_cache=self._decoders, mapped_budget=self._budget,
                                   resample="nearest" if self.action_freq is not None else None,
-                                  keys=[c for c in self._columns_of(m).values() if c != "task"])
+                                  keys=[c for c in self._columns_of(m).values() if c != "task"], trim=m.trim)
             except DatasetError as exc:
                 raise DatasetError(f"mixture dataset {m.name!r}: {exc}", m.root) from None
             if not np.array_equal(fd.episode_lengths, m.lengths):

@@ -12,7 +12,9 @@ huggingface_hub ``utils/_paths.py`` ``filter_repo_objects``; docs/prefetch.md#re
 * episode subset, v2.x (one file per episode): everything under ``meta/`` plus, for each selected
   episode, its parquet (``data_path``) and one mp4 per camera (``video_path``);
 * episode subset, v3.0 (many episodes per file): everything under ``meta/`` plus the data and video
-  files that ``meta/episodes`` says hold the selected episodes, each once.
+  files that ``meta/episodes`` says hold the selected episodes, each once;
+* ``--meta-only``: everything under ``meta/`` and the dataset card ``README.md``, nothing else (the copy is
+  marked, :mod:`lerobot_tools.dataset.downloads`, so that validate knows what is not downloaded yet).
 
 The layout is read with the foundation :class:`~lerobot_tools.dataset.model.Dataset` model from the
 ``meta/`` files on disk, so subsets are planned after ``meta/`` has been fetched.
@@ -131,6 +133,37 @@ def meta_files(tree: dict[str, TreeFile]) -> set[str]:
     return {p for p in tree if p.startswith(META_PREFIX)}
 
 
+#: the dataset card at the repo root (its YAML front matter states the licence; Hub "Dataset Cards" docs)
+CARD = "README.md"
+
+
+def meta_only_files(tree: dict[str, TreeFile]) -> set[str]:
+    """What ``--meta-only`` fetches: :func:`meta_files` and the dataset card :data:`CARD` when the repo has one."""
+    return meta_files(tree) | ({CARD} if CARD in tree else set())
+
+
+def wanted_episodes(ds, selectors: list[EpisodeSubset]) -> tuple[set[int], list[str]]:
+    """The episodes of the :class:`~lerobot_tools.dataset.model.Dataset` ``ds`` that ``selectors`` want (their
+    union), and one-line problems for requested episodes the metadata does not list.
+
+    Raises:
+        DatasetError: the episode metadata cannot be read.
+    """
+    known = set(ds.episode_indices)
+    wanted: set[int] = set()
+    problems: list[str] = []
+    for s in selectors:
+        if s.episodes is None:
+            wanted |= {i for i in known if s.wants(i)}
+        else:
+            missing = sorted(i for i in s.episodes if i not in known)
+            if missing:
+                shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+                problems.append(f"episodes {shown} are not in the dataset's episode metadata")
+            wanted |= {i for i in s.episodes if i in known and s.wants(i)}
+    return wanted, problems
+
+
 def episode_files(dest: Path, selectors: list[EpisodeSubset]) -> tuple[set[str], list[str]]:
     """Data and video files holding the selected episodes, read from ``dest/meta``.
 
@@ -152,14 +185,6 @@ def episode_files(dest: Path, selectors: list[EpisodeSubset]) -> tuple[set[str],
     if ds.layout not in ("v2", "v3"):
         raise LrtoolError(f"codebase_version {ds.codebase_version!r} is not v2.x or v3.0; cannot map episodes to files",
                           "meta/info.json")
-    known = ds.episode_indices
-    have = set(known)
-    problems: list[str] = []
-    for s in selectors:
-        if s.episodes is not None:
-            missing = sorted(i for i in s.episodes if i not in have)
-            if missing:
-                shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
-                problems.append(f"episodes {shown} are not in the dataset's episode metadata")
-    read = files_read(ds, EpisodeSubset.union(selectors, known))  # what the loaders of these entries read
+    wanted, problems = wanted_episodes(ds, selectors)
+    read = files_read(ds, EpisodeSubset(tuple(sorted(wanted))))  # what the loaders of these entries read
     return {f.relpath for f in read.data} | {f.relpath for f in read.videos}, problems

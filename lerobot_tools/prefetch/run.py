@@ -43,7 +43,7 @@ from lerobot_tools.prefetch.hub import HubClient, HubError, RetryPolicy, get_tok
 from lerobot_tools.prefetch.local import TreeFile
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from lerobot_tools.prefetch.offline import judge_local, offline_job
-from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files, plan_jobs
+from lerobot_tools.prefetch.plan import RepoJob, episode_files, meta_files, meta_only_files, plan_jobs, wanted_episodes
 from lerobot_tools.prefetch.report import (PrefetchReport, RepoResult, new_result, screen_listing,
                                            summarise_paths)
 
@@ -78,6 +78,8 @@ class PrefetchOptions:
         token: token override (None = ``HF_TOKEN``/stored token; False = none).
         clock, policy: time source and retry bounds (tests).
         max_consecutive_failures: failed files in a row after which a repo's remaining files are skipped.
+        meta_only: fetch only ``meta/`` and the dataset card of every repo, and mark the copy
+            (:mod:`lerobot_tools.dataset.downloads`): decide from the metadata before downloading the data.
     """
 
     local_dir_root: Path | None = None
@@ -99,6 +101,7 @@ class PrefetchOptions:
     clock: Clock | None = None
     policy: RetryPolicy | None = None
     max_consecutive_failures: int = 3
+    meta_only: bool = False
 
 
 
@@ -175,7 +178,12 @@ class _Runner:
             commit = self._commit(job, res)
             res.commit = commit
             tree = self._tree(job, res, commit)
-            if job.whole:
+            if self.o.meta_only:
+                res.kind = "meta-only"
+                needed = sorted(meta_only_files(tree))
+                if not meta_files(tree):
+                    raise LrtoolError("the repo has no meta/ files; not a LeRobot dataset", job.repo_id)
+            elif job.whole:
                 needed = sorted(tree)
             else:
                 meta = meta_files(tree)
@@ -378,6 +386,29 @@ def _finish(res: RepoResult, dry_run: bool) -> None:
     res.status = "complete" if ok else "incomplete"
 
 
+def _record_state(job: RepoJob, res: RepoResult, meta_only: bool) -> None:
+    """Keep the copy's download marker (:mod:`lerobot_tools.dataset.downloads`) true after a complete job: a
+    ``--meta-only`` fetch marks a copy that holds no data yet; an episode subset adds its episodes to a marked
+    copy; a whole repo clears the mark."""
+    from lerobot_tools.dataset.downloads import META_ONLY, PARTIAL, DownloadState, clear_state, read_state, write_state
+    from lerobot_tools.dataset.model import Dataset
+
+    state = read_state(job.dest)
+    try:
+        if meta_only:
+            if state is None and any((job.dest / d).is_dir() and any((job.dest / d).rglob("*.*"))
+                                     for d in ("data", "videos")):
+                return  # an existing copy with data: a meta-only fetch says nothing about it
+            write_state(job.dest, state or DownloadState(META_ONLY, res.commit))
+        elif job.whole:
+            clear_state(job.dest)
+        elif state is not None:
+            wanted, _ = wanted_episodes(Dataset(job.dest), job.selectors)
+            write_state(job.dest, DownloadState(PARTIAL, res.commit, state.episodes | wanted))
+    except (OSError, LrtoolError) as exc:
+        res.notes.append(f"download state not recorded in {job.dest}/.lrtool ({exc})")
+
+
 def prefetch(mixture: str | Path, options: PrefetchOptions | None = None, *, only: list[int] | None = None,
              write_lock: bool = True) -> PrefetchReport:
     """Prewarm the local copies of every dataset a mixture names.
@@ -444,8 +475,10 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None, *, onl
         prep_pool.shutdown(wait=True)
         runner.close()
         bars.close()
-    for res in results:
+    for job, res in zip(jobs, results):
         _finish(res, o.dry_run)
+        if not o.dry_run and res.status == "complete" and job.repo_id:
+            _record_state(job, res, o.meta_only)
 
     report = PrefetchReport(mixture, results, endpoint, False, o.dry_run, lock_path,
                             requests=budgets.used, seconds=time.perf_counter() - t0, budgets=budgets.to_dict())

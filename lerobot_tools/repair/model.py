@@ -55,10 +55,11 @@ class RepairOptions:
     def validate_options(self):
         """The :class:`~lerobot_tools.checks.context.ValidateOptions` repair validates with: ``deep`` (row-level
         checks, so non-monotonic timestamps and list lengths are seen) and every video header read (F009
-        must see every file before a declaration is rewritten)."""
+        must see every file before a declaration is rewritten); without the episode content checks (family Q:
+        nothing there is repaired mechanically)."""
         from lerobot_tools.checks.context import ValidateOptions
 
-        return ValidateOptions(deep=True, all_videos=True, tolerance_s=self.tolerance_s)
+        return ValidateOptions(deep=True, all_videos=True, tolerance_s=self.tolerance_s, content=None)
 
     def selected(self, check_id: str) -> bool:
         return self.only is None or check_id in self.only

@@ -43,10 +43,13 @@ def _write_jsonl(path: Path, rows: Iterable[dict]) -> None:
 
 
 EpisodeHook = Callable[[int, dict[str, np.ndarray]], None]
+#: ``hook(episode_index, video_key, frame_index, frame)`` -> the ``(H, W, 3)`` uint8 frame to write instead
+FrameHook = Callable[[int, str, int, np.ndarray], np.ndarray]
 
 
 def build_dataset(
-    root: Path, spec: SynthSpec | None = None, *, episode_hook: EpisodeHook | None = None
+    root: Path, spec: SynthSpec | None = None, *, episode_hook: EpisodeHook | None = None,
+    frame_hook: FrameHook | None = None,
 ) -> Path:
     """Write a synthetic LeRobot dataset under ``root`` and return ``root``.
 
@@ -63,6 +66,9 @@ def build_dataset(
             columns (name -> numpy array, ``(L,)`` or ``(L, N)``) before statistics are computed and
             the episode is written; it may change values in place (used by fixtures to inject value
             defects such as drifting timestamps with consistent statistics).
+        frame_hook: optional ``hook(episode_index, video_key, frame_index, frame)`` returning the frame to
+            encode (and to sample for the camera statistics) instead of :func:`frame_pixels`' (used to plant
+            black, frozen or duplicated camera footage); None keeps the frames (and the files) as they were.
 
     Returns:
         ``root`` as a ``Path``.
@@ -84,9 +90,9 @@ def build_dataset(
     try:
         with tempfile.TemporaryDirectory(prefix=".synth-", dir=root) as staging:
             if spec.version == "v2.1":
-                _build_v21(root, spec, Path(staging), episode_hook)
+                _build_v21(root, spec, Path(staging), episode_hook, frame_hook)
             else:
-                _build_v30(root, spec, Path(staging), episode_hook)
+                _build_v30(root, spec, Path(staging), episode_hook, frame_hook)
     except BaseException:
         # never leave a half-written dataset behind (the folder was empty or absent on entry)
         if created:
@@ -110,14 +116,17 @@ def _iter_episodes(spec: SynthSpec, hook: EpisodeHook | None):
         start += length
 
 
-def _episode_frames(ep: int, length: int, H: int, W: int):
+def _episode_frames(ep: int, length: int, H: int, W: int, key: str | None = None, frame_hook=None):
     for fi in range(length):
-        yield frame_pixels(ep, fi, H, W)
+        img = frame_pixels(ep, fi, H, W)
+        yield img if frame_hook is None else frame_hook(ep, key, fi, img)
 
 
-def _encode_episode(path: Path, spec: SynthSpec, ep: int, length: int) -> None:
+def _encode_episode(path: Path, spec: SynthSpec, ep: int, length: int, key: str | None = None,
+                    frame_hook=None) -> None:
     H, W = spec.video_size
-    encode_video(path, _episode_frames(ep, length, H, W), spec.fps, spec.video_codec, spec.gop, crf=spec.crf)
+    encode_video(path, _episode_frames(ep, length, H, W, key, frame_hook), spec.fps, spec.video_codec, spec.gop,
+                 crf=spec.crf)
 
 
 def _episode_tasks(spec: SynthSpec, cols: dict[str, np.ndarray]) -> list[str]:
@@ -126,7 +135,8 @@ def _episode_tasks(spec: SynthSpec, cols: dict[str, np.ndarray]) -> list[str]:
     return [spec.tasks[t] for t in used if 0 <= t < len(spec.tasks)]
 
 
-def _build_v21(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | None) -> None:
+def _build_v21(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | None,
+               frame_hook: FrameHook | None = None) -> None:
     features = spec.features()
     schema = _data_schema(features)
     write_videos = spec.video_codec is not None and bool(spec.video_keys)
@@ -140,8 +150,8 @@ def _build_v21(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | N
         if write_videos:
             for key in spec.video_keys:
                 vpath = root / V21_VIDEO_PATH.format(episode_chunk=chunk, video_key=key, episode_index=ep)
-                _encode_episode(vpath, spec, ep, length)
-        stats = _episode_stats(spec, features, ep, length, cols, quantiles=False)
+                _encode_episode(vpath, spec, ep, length, key, frame_hook)
+        stats = _episode_stats(spec, features, ep, length, cols, quantiles=False, frame_hook=frame_hook)
         acc.add(stats)
         episodes.append({"episode_index": ep, "tasks": _episode_tasks(spec, cols), "length": length})
         ep_stats_rows.append({"episode_index": ep, "stats": _stats_json(stats)})
@@ -219,7 +229,8 @@ def _flush_episode_rows(writer: pq.ParquetWriter, schema: pa.Schema, rows: list[
     rows.clear()
 
 
-def _build_v30(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | None) -> None:
+def _build_v30(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | None,
+               frame_hook: FrameHook | None = None) -> None:
     features = spec.features()
     schema = _data_schema(features)
     write_videos = spec.video_codec is not None and bool(spec.video_keys)
@@ -280,13 +291,13 @@ def _build_v30(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | N
         for key in spec.video_keys:
             if write_videos:
                 part = staging / key / f"episode_{ep:06d}.mp4"
-                _encode_episode(part, spec, ep, length)
+                _encode_episode(part, spec, ep, length, key, frame_hook)
                 parts[key].append(part)
             row[f"videos/{key}/chunk_index"] = chunk
             row[f"videos/{key}/file_index"] = file
             row[f"videos/{key}/from_timestamp"] = file_start_frames / spec.fps
             row[f"videos/{key}/to_timestamp"] = file_start_frames / spec.fps + length / spec.fps
-        stats = _episode_stats(spec, features, ep, length, cols, quantiles=True)
+        stats = _episode_stats(spec, features, ep, length, cols, quantiles=True, frame_hook=frame_hook)
         acc.add(stats)
         for feat, st in stats.items():
             for name, arr in st.items():

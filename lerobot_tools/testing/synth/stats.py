@@ -51,10 +51,12 @@ def _image_stats(frames: np.ndarray, quantiles: bool) -> dict[str, np.ndarray]:
     return {k: out[k] for k in ["min", "max", "mean", "std", "count", *(_QUANTILES if quantiles else [])]}
 
 
-def _sample_frames(ep: int, length: int, H: int, W: int) -> np.ndarray:
+def _sample_frames(ep: int, length: int, H: int, W: int, key: str | None = None, frame_hook=None) -> np.ndarray:
     n = min(length, _IMAGE_STAT_SAMPLES)
     idx = np.unique(np.round(np.linspace(0, length - 1, n)).astype(int))
-    return np.stack([frame_pixels(ep, int(i), H, W) for i in idx])
+    if frame_hook is None:
+        return np.stack([frame_pixels(ep, int(i), H, W) for i in idx])
+    return np.stack([frame_hook(ep, key, int(i), frame_pixels(ep, int(i), H, W)) for i in idx])
 
 
 class _StatsAccumulator:
@@ -123,13 +125,16 @@ def _stats_json(stats: dict[str, dict[str, np.ndarray]]) -> dict:
 
 
 def _episode_stats(
-    spec: SynthSpec, features: dict, ep: int, length: int, cols: dict, quantiles: bool
+    spec: SynthSpec, features: dict, ep: int, length: int, cols: dict, quantiles: bool, frame_hook=None
 ) -> dict:
     stats: dict[str, dict[str, np.ndarray]] = {}
     H, W = spec.video_size
     frames = None
     for name, ft in features.items():
         if ft["dtype"] == "video":
+            if frame_hook is not None:
+                stats[name] = _image_stats(_sample_frames(ep, length, H, W, name, frame_hook), quantiles)
+                continue
             if frames is None:
                 frames = _sample_frames(ep, length, H, W)
             stats[name] = _image_stats(frames, quantiles)
