@@ -59,3 +59,14 @@ def test_a_shorter_429_pause_does_not_cut_a_longer_one():
     b.pause(5, "Retry-After: 5 s")
     c.sleep(6)
     assert _take(b) == 0.0
+
+
+@pytest.mark.parametrize("quota, fraction, share", [(1, 1.0, 1), (3, 0.5, 1), (1, 0.25, 1), (9, 0.5, 4)])
+def test_an_advertised_quota_takes_the_fraction_and_at_least_one_request(quota, fraction, share):
+    """A server's policy of ``quota`` per 60 s, shared with fraction F: floor(quota F) requests per window, never
+    fewer than one (a process given nothing would never send)."""
+    c = FakeClock()
+    b = BucketBudget("api", Limit(500, 300, "default"), fraction=fraction, clock=c)
+    b.advertise(quota, 60.0)
+    assert [lim.quota for lim in b.limits()] == [share]
+    assert [_take(b) for _ in range(share + 1)] == [0.0] * share + [60.0]

@@ -1,5 +1,6 @@
 """Run folders that cannot be forged, and sizes that cannot be claimed: ``lrtool report`` and ``--shard`` against
-a run folder edited by hand.
+a run folder edited by hand (the commands run in this process through click's runner, except those that could
+allocate without bound).
 
 A run folder is a plan (``plan.json``: the run's random identity and the digest of its request), the tasks'
 parts and the render options; every part and the render file must carry the plan's identity and digest, nothing
@@ -18,17 +19,31 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from tests.scaleout_data import REPO, env, lrtool
+from tests.scaleout_data import REPO, env
+
+from lerobot_tools.cli import cli
 
 FIXTURES = REPO / "fixtures" / "datasets"
 CLEAN = [FIXTURES / "clean_v21", FIXTURES / "clean_v30"]
 BROKEN = [FIXTURES / "broken_wrong_totals", FIXTURES / "broken_timestamps"]
 
 
-def one_line_error(r: subprocess.CompletedProcess, text: str) -> None:
+def lrtool(*args, **env_vars: str) -> SimpleNamespace:
+    """``lrtool ARGS`` in this process (click's CliRunner): exit status, stdout, stderr, and the exception a
+    command let escape (a traceback, for the user)."""
+    from click.testing import CliRunner
+
+    r = CliRunner(env=env_vars or None).invoke(cli, [str(a) for a in args])
+    escaped = r.exception if r.exception is not None and not isinstance(r.exception, SystemExit) else None
+    stderr = r.stderr + (f"Traceback: {type(escaped).__name__}: {escaped}\n" if escaped is not None else "")
+    return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=stderr)
+
+
+def one_line_error(r, text: str) -> None:
     assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert r.stderr.startswith("lrtool: error: ") and text in r.stderr, r.stderr
