@@ -212,6 +212,7 @@ def test_a_prefetch_lock_path_in_the_run_folder_is_never_written(tmp_path):
             r = lrtool("prefetch", mix, "--local-dir-root", tmp_path / "out", "--shard", f"{rank}/2", "--part-out",
                        tmp_path / "run" / f"part-{rank}.json", HF_ENDPOINT=srv.url)
             assert r.returncode == 0, r.stderr[-2000:]
+        served = srv.total()
     victim = tmp_path / "elsewhere" / "victim.lock"
     run = tmp_path / "run"
 
@@ -227,7 +228,8 @@ def test_a_prefetch_lock_path_in_the_run_folder_is_never_written(tmp_path):
     r = lrtool("report", run, "--format", "json")
     assert r.returncode == 0, r.stderr[-2000:]
     assert not victim.parent.exists() and not (tmp_path / "mixture.lock").exists()
-    assert json.loads(r.stdout)["lock"] is None
+    doc = json.loads(r.stdout)
+    assert doc["lock"] is None and doc["requests"] == served  # each task prefetched its repos once
     r = lrtool("report", run, "--lock", tmp_path / "mine.lock")
     assert r.returncode == 0 and (tmp_path / "mine.lock").is_file() and not victim.parent.exists()
 
@@ -319,8 +321,11 @@ def test_a_missing_last_rank_is_an_incomplete_run_not_a_crash(tmp_path):
     shards(run, CLEAN, 3, ranks=[0, 1])
     with pytest.raises(IncompleteRun) as info:
         merge_parts([run])
-    assert info.value.missing == [2] and info.value.world == 3
-    one_line_error(lrtool("report", "merge", run), "2 of 3 task(s) have written their part; missing rank(s) 2")
+    assert info.value.missing == [2] and info.value.world == 3 and info.value.path == str(run)
+    assert info.value.message == "2 of 3 task(s) have written their part; missing rank(s) 2"
+    r = lrtool("report", "merge", run)
+    one_line_error(r, "2 of 3 task(s) have written their part; missing rank(s) 2")
+    assert r.stderr == f"lrtool: error: {run}: 2 of 3 task(s) have written their part; missing rank(s) 2\n"
     r = lrtool("report", run)
     assert r.returncode == 3 and "2 of 3 task(s) done (missing rank(s) 2)" in r.stderr, r.stderr
 
@@ -332,3 +337,49 @@ def test_report_refuses_non_finite_waits(tmp_path, option, value):
     run.mkdir()
     r = lrtool("report", run, "--wait", option, value)
     assert r.returncode == 2 and "is not a finite number" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_an_incomplete_run_of_many_tasks_names_the_first_twelve_missing():
+    from lerobot_tools.distributed.parts import IncompleteRun
+
+    assert IncompleteRun(list(range(1, 14)), 14).message == (
+        "1 of 14 task(s) have written their part; missing rank(s) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 ...")
+    assert IncompleteRun(list(range(1, 13)), 13).message == (
+        "1 of 13 task(s) have written their part; missing rank(s) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12")
+
+
+def test_parts_that_are_missing_old_or_given_twice_differently(tmp_path):
+    r = lrtool("report", "merge", tmp_path / "nothing.json")
+    assert r.returncode == 2 and r.stderr == f"lrtool: error: {tmp_path / 'nothing.json'}: no such part file or folder\n"
+    run = tmp_path / "run"
+    shards(run, CLEAN, 1)
+    old = tmp_path / "old.json"
+    shutil.copy(run / "part-0.json", old)
+    edit_json(old, lambda d: d.update(lrtool_part=1))
+    one_line_error(lrtool("report", "merge", old), "written by an older lrtool (part format 1); run the task again")
+    edit_json(old, lambda d: d.update(lrtool_part=3))
+    one_line_error(lrtool("report", "merge", old), "not an lrtool part result (lrtool_part: 2)")
+    # the same rank twice: accepted when identical, refused when the results differ
+    twin = run / "parts" / "part-00000.json"
+    twin.parent.mkdir()
+    shutil.copy(run / "part-0.json", twin)
+    assert lrtool("report", run).returncode == 0
+    edit_json(twin, lambda d: d["entries"][0]["result"].update(target="elsewhere"))
+    r = lrtool("report", run)
+    one_line_error(r, "rank 0 is given twice with different results")
+    assert r.stderr.startswith(f"lrtool: error: {twin}: rank 0")
+
+
+def test_a_part_goes_where_it_is_asked_even_below_new_folders(tmp_path):
+    from lerobot_tools.checks.context import ValidateOptions
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.distributed import validate_job
+    from lerobot_tools.distributed.parts import read_part, run_shard
+    from lerobot_tools.distributed.plan import load_or_create
+
+    targets = resolve_targets([str(p) for p in CLEAN])
+    plan = load_or_create(tmp_path / "run", "validate", 1, validate_job.make_spec(targets, ValidateOptions()),
+                          validate_job.JOB.sizes)
+    out = tmp_path / "a" / "b" / "part.json"
+    part = run_shard(plan, 0, out)
+    assert read_part(out)["entries"] == part["entries"] and part["run"] == plan.id

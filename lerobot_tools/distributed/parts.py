@@ -294,7 +294,7 @@ def merge_parts(paths: list[Path]) -> Merged:
     world = first["world"]
     if len(parts) < world:
         missing = [r for r in range(world) if r not in parts]
-        raise IncompleteRun(missing, world)
+        raise IncompleteRun(missing, world, plan_dir or Path(files[0]).parent)
     command, spec, cwd = first["command"], first["spec"], first["cwd"]
     n = len(spec["targets"])
     datasets = [DatasetParts(i) for i in range(n)]
