@@ -350,7 +350,8 @@ def test_an_incomplete_run_of_many_tasks_names_the_first_twelve_missing():
 
 def test_parts_that_are_missing_old_or_given_twice_differently(tmp_path):
     r = lrtool("report", "merge", tmp_path / "nothing.json")
-    assert r.returncode == 2 and r.stderr == f"lrtool: error: {tmp_path / 'nothing.json'}: no such part file or folder\n"
+    missing = tmp_path / "nothing.json"
+    assert r.returncode == 2 and r.stderr == f"lrtool: error: {missing}: no such part file or folder\n"
     run = tmp_path / "run"
     shards(run, CLEAN, 1)
     old = tmp_path / "old.json"
@@ -383,3 +384,24 @@ def test_a_part_goes_where_it_is_asked_even_below_new_folders(tmp_path):
     out = tmp_path / "a" / "b" / "part.json"
     part = run_shard(plan, 0, out)
     assert read_part(out)["entries"] == part["entries"] and part["run"] == plan.id
+
+
+def test_render_options_hold_only_what_lrtool_writes_there(tmp_path):
+    run = tmp_path / "run"
+    shards(run, CLEAN, 1)
+    good = json.loads((run / "render.json").read_text())
+    assert set(good) == {"lrtool_render", "run", "request", "format"}
+    for change, message in (
+            ({"format": "xml"}, "render options file names format 'xml'"),
+            ({"format": ["json"]}, "holds 'format', which is not a render option of lrtool"),
+            ({"baseline_known": ["a" * 32, 7]},
+             "render options file holds a baseline fingerprint that is not a string"),
+            ({"lrtool_render": 2}, "not an lrtool render options file (lrtool_render: 1)")):
+        (run / "render.json").write_text(json.dumps({**good, **change}))
+        r = lrtool("report", run)
+        one_line_error(r, message)
+        assert r.stderr.startswith(f"lrtool: error: {run / 'render.json'}: "), r.stderr
+    (run / "render.json").unlink()
+    (run / "render.json").mkdir()  # the render options cannot be written
+    r = lrtool("validate", *CLEAN, "--shard", "0/1", "--part-out", run / "part-0.json")
+    one_line_error(r, "cannot write render.json (Is a directory)")
