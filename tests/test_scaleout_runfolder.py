@@ -405,3 +405,39 @@ def test_render_options_hold_only_what_lrtool_writes_there(tmp_path):
     (run / "render.json").mkdir()  # the render options cannot be written
     r = lrtool("validate", *CLEAN, "--shard", "0/1", "--part-out", run / "part-0.json")
     one_line_error(r, "cannot write render.json (Is a directory)")
+
+
+@pytest.mark.parametrize("path, ok", [
+    ("data/chunk-000/file-000.parquet", True), ("videos/a b/episode_000001.mp4", True), ("x", True),
+    ("/etc/passwd", False), ("data/../../x", False), ("..", False), ("./data/x", False), ("data//x", False),
+    ("data/x/", False), ("", False), ("data\\x", False), ("\\x", False), ("/", False), ("data/\x1bx", False),
+    ("data/\x1f", False), ("data/\x7f", False), (" ", True), ("data/ x", True), (None, False), (7, False),
+])
+def test_only_plain_relative_paths_are_work_items(path, ok):
+    from lerobot_tools.distributed.plan import safe_relpath
+
+    assert safe_relpath(path) is ok
+
+
+def test_an_assignment_deals_every_dataset_exactly_once():
+    from lerobot_tools.distributed.partition import WorkItem as W
+    from lerobot_tools.distributed.plan import check_assignment
+
+    check_assignment([[W(0, "dataset", None, 5)], [W(1, "head", None, 1), W(1, "file", "a", 2)],
+                      [W(1, "file", "b", 3)]], 2)
+    for n, bad, message in (
+            (2, [[W(0, "dataset", None, 5)], [W(2, "dataset", None, 1)]],
+             "rank 1 is assigned dataset 2, the run has 2"),
+            (1, [[W(-1, "dataset", None, 5)]], "rank 0 is assigned dataset -1, the run has 1"),
+            (1, [[W(0, "dataset", None, -1)]], "rank 0 has an item of -1 bytes"),
+            (1, [[W(0, "head", None, 1), W(0, "file", "a", 1)], [W(0, "file", "a", 1)]],
+             "file 'a' of dataset 0 is assigned twice"),
+            (1, [[W(0, "dataset", "a", 1)]], "rank 0 has a dataset item with a path"),
+            (1, [[W(0, "dataset", None, 1)], [W(0, "dataset", None, 1)]], "dataset 0 is assigned twice"),
+            (1, [[W(0, "head", None, 1)], [W(0, "dataset", None, 1)]], "dataset 0 is assigned twice"),
+            (2, [[W(1, "dataset", None, 1)]], "dataset(s) [0] are assigned to no task"),
+            (1, [[W(0, "dataset", None, 1), W(0, "file", "a", 1)]], "dataset 0 has file items but no head item"),
+            (1, [[W(0, "file", "/a", 1), W(0, "head", None, 1)]], "not a plain relative path: '/a'")):
+        with pytest.raises(ValueError) as info:
+            check_assignment(bad, n)
+        assert message in str(info.value), (bad, str(info.value))
