@@ -441,3 +441,27 @@ def test_an_assignment_deals_every_dataset_exactly_once():
         with pytest.raises(ValueError) as info:
             check_assignment(bad, n)
         assert message in str(info.value), (bad, str(info.value))
+
+
+def test_sizes_count_a_missing_file_as_empty_and_an_unreadable_target_as_one_unsplit_byte(tmp_path):
+    from lerobot_tools.checks.context import ValidateOptions
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.distributed import validate_job
+    from lerobot_tools.distributed.partition import DatasetSize
+
+    ds = tmp_path / "ds"
+    shutil.copytree(CLEAN[0], ds)
+    victim = sorted((ds / "data").rglob("*.parquet"))[0]
+    victim.unlink()
+    (tmp_path / "no_info").mkdir()
+    targets = resolve_targets([str(ds), str(tmp_path / "nothing"), str(tmp_path / "no_info")])
+    sizes = validate_job.JOB.sizes(validate_job.make_spec(targets, ValidateOptions()))
+    files = dict(sizes[0].files)
+    assert files[victim.relative_to(ds).as_posix()] == 0 and all(n > 0 for rel, n in files.items()
+                                                               if rel != victim.relative_to(ds).as_posix())
+    assert sizes[1] == sizes[2] == DatasetSize(1)
+    # such a run still plans, runs and merges: the missing file and the unresolved targets are findings
+    r = lrtool("validate", ds, tmp_path / "nothing", tmp_path / "no_info", "--shard", "0/1", "--part-out",
+               tmp_path / "run" / "part-0.json")
+    assert r.returncode == 0, r.stderr
+    assert lrtool("report", tmp_path / "run").returncode == 1
