@@ -465,3 +465,19 @@ def test_sizes_count_a_missing_file_as_empty_and_an_unreadable_target_as_one_uns
                tmp_path / "run" / "part-0.json")
     assert r.returncode == 0, r.stderr
     assert lrtool("report", tmp_path / "run").returncode == 1
+
+
+def test_a_dataset_sized_by_file_weighs_its_files_plus_its_head():
+    """reshard's dataset-level work counts one byte, validate's its metadata: the weights the partition balances."""
+    from lerobot_tools.checks.context import ValidateOptions
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.distributed import reshard_job, validate_job
+    from lerobot_tools.reshard.model import ReshardOptions
+
+    targets = resolve_targets([str(CLEAN[0])])
+    data = sum(p.stat().st_size for p in (CLEAN[0] / "data").rglob("*.parquet"))
+    (size,) = reshard_job.JOB.sizes(reshard_job.make_spec(targets, ReshardOptions()))
+    assert (size.bytes, size.head_bytes) == (data + 1, 1) and sum(n for _, n in size.files) == data
+    meta = sum(p.stat().st_size for p in (CLEAN[0] / "meta").rglob("*") if p.is_file())
+    (size,) = validate_job.JOB.sizes(validate_job.make_spec(targets, ValidateOptions()))
+    assert size.head_bytes == meta and size.bytes == sum(n for _, n in size.files) + meta
