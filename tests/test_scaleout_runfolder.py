@@ -481,3 +481,22 @@ def test_a_dataset_sized_by_file_weighs_its_files_plus_its_head():
     meta = sum(p.stat().st_size for p in (CLEAN[0] / "meta").rglob("*") if p.is_file())
     (size,) = validate_job.JOB.sizes(validate_job.make_spec(targets, ValidateOptions()))
     assert size.head_bytes == meta and size.bytes == sum(n for _, n in size.files) + meta
+
+
+def test_the_plan_records_its_request_digest_and_per_rank_bytes(tmp_path):
+    """The digest is SHA-256 of the compact, key-sorted JSON of [command, world, cwd, spec]: plans and parts written
+    by one version stay readable by the next only while that form does not change."""
+    import hashlib
+
+    from lerobot_tools.distributed.plan import request_digest
+
+    spec = {"targets": [{"spec": "é"}], "options": {"b": 1, "a": [1.5, None]}}
+    raw = '["validate",3,"/launch",{"options":{"a":[1.5,null],"b":1},"targets":[{"spec":"é"}]}]'
+    assert request_digest("validate", 3, "/launch", spec) == hashlib.sha256(raw.encode()).hexdigest()
+    run = tmp_path / "run"
+    shards(run, CLEAN, 2)
+    plan = json.loads((run / "plan.json").read_text())
+    assert plan["bytes"] == [sum(it[3] for it in items) for items in plan["assignment"]] and sum(plan["bytes"]) > 0
+    edit_json(run / "plan.json", lambda d: d["spec"].pop("targets"))
+    edit_json(run / "plan.json", redigest)
+    one_line_error(lrtool("report", run), "not a valid lrtool plan file (spec must be an object with a 'targets' list)")
