@@ -500,3 +500,41 @@ def test_the_plan_records_its_request_digest_and_per_rank_bytes(tmp_path):
     edit_json(run / "plan.json", lambda d: d["spec"].pop("targets"))
     edit_json(run / "plan.json", redigest)
     one_line_error(lrtool("report", run), "not a valid lrtool plan file (spec must be an object with a 'targets' list)")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(run="zz"), "'run' or 'request' is malformed"),
+    (lambda d: d.update(request="0" * 63), "'run' or 'request' is malformed"),
+    (lambda d: (d.update(command="frobnicate"), redigest(d)), "unknown command 'frobnicate'"),
+    (lambda d: d.update(entries=[5]), "an entry is not {dataset, kind, result}"),
+    (lambda d: d.update(rank=1), "rank 1 is outside 0..0"),
+    (lambda d: d.update(items=[[9, "dataset", None, 1]]), "a work item is not one of this run's"),
+])
+def test_a_malformed_part_is_named_with_its_problem(tmp_path, change, message):
+    run = tmp_path / "run"
+    shards(run, CLEAN, 1)
+    part = tmp_path / "part.json"
+    shutil.copy(run / "part-0.json", part)
+    edit_json(part, change)
+    one_line_error(lrtool("report", "merge", part), f"{part}: not a valid part file ({message}")
+
+
+def test_run_shard_refuses_a_rank_outside_the_plan_and_times_its_work(tmp_path):
+    import time
+
+    from lerobot_tools.checks.context import ValidateOptions
+    from lerobot_tools.dataset.targets import resolve_targets
+    from lerobot_tools.distributed import validate_job
+    from lerobot_tools.distributed.parts import run_shard
+    from lerobot_tools.distributed.plan import load_or_create
+    from lerobot_tools.errors import UsageError
+
+    targets = resolve_targets([str(CLEAN[0])])
+    plan = load_or_create(tmp_path / "run", "validate", 2, validate_job.make_spec(targets, ValidateOptions()),
+                          validate_job.JOB.sizes)
+    for rank in (2, -1):
+        with pytest.raises(UsageError, match=rf"^rank {rank} is outside 0\.\.1$"):
+            run_shard(plan, rank, tmp_path / "p.json")
+    t0 = time.perf_counter()
+    part = run_shard(plan, 0, tmp_path / "p.json")
+    assert 0 <= part["seconds"] <= time.perf_counter() - t0 + 0.001
