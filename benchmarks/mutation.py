@@ -47,6 +47,9 @@ CHECK_TESTS = ["tests/test_checks.py", "tests/test_validate_fixtures.py", "tests
 STATS_TESTS = ["tests/test_stats.py", "tests/test_repair_stats.py", "tests/test_bite_stats_meta.py",
                "tests/test_bite_stats_data.py"]
 
+SCALEOUT_TESTS = ["tests/test_scaleout_runfolder.py", "tests/test_scaleout.py", "-k",
+                  "partition or plan or parts or merge or replay or cli"]
+
 #: name -> (module file, pytest arguments selecting the tests that exercise it)
 MODULES: dict[str, tuple[str, list[str]]] = {
     "reshard-verify": ("lerobot_tools/reshard/verify.py", [
@@ -102,6 +105,15 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "stats-blocks": ("lerobot_tools/checks/stats/blocks.py", [*STATS_TESTS]),
     "stats-compute": ("lerobot_tools/checks/stats/compute.py", [*STATS_TESTS]),
     "stats-deep": ("lerobot_tools/checks/stats/deep.py", [*STATS_TESTS]),
+    # scale-out run folders: the plan, the parts and the merge, the run's state (the local-executor tests, which
+    # need datatrove and take minutes, are left out)
+    "distributed-plan": ("lerobot_tools/distributed/plan.py", [*SCALEOUT_TESTS]),
+    "distributed-parts": ("lerobot_tools/distributed/parts.py", [*SCALEOUT_TESTS]),
+    "distributed-rundir": ("lerobot_tools/distributed/rundir.py", [*SCALEOUT_TESTS]),
+    "prefetch-budget": ("lerobot_tools/prefetch/budget.py", ["tests/test_prefetch_ratelimits.py",
+                                                             "tests/test_bite_prefetch_budget.py"]),
+    "loaders-weighted": ("lerobot_tools/loaders/_weighted.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py",
+                                                                "tests/test_loaders_mixture.py"]),
 }
 
 #: tests left out everywhere: subprocesses killed or signalled at random moments (racy under load), real tmpfs

@@ -2,7 +2,7 @@
 files in a thread pool.
 
 The one process pool of lrtool: validate and diagnose-decode map over datasets, reshard over data files
-(weighted by size, with byte progress). Workers are forked (cheap on Linux, no re-import); results come back
+(weighted by size, with byte progress), ``--executor local`` over the tasks of a distributed run. Workers are forked (cheap on Linux, no re-import); results come back
 in input order; the bar goes to stderr and is shown by default only on a terminal. Ctrl-C, SIGTERM or a
 failing item stop the workers cleanly (:mod:`lerobot_tools._signals`); workers also stop when the parent dies.
 

@@ -5,9 +5,10 @@
   ``finally`` and every ``except BaseException`` cleanup runs (temporary files of atomic writes are removed,
   repair restores its backup), then the CLI prints one line and exits 130 (SIGINT) or 143 (SIGTERM)
   (:mod:`lerobot_tools.exitcodes`).
-* Worker processes (:func:`lerobot_tools._parallel.map_ordered`) ignore SIGINT (the parent decides), stop
-  the item they are working on when sent SIGTERM (the same unwinding, then they exit), exit at once when
-  idle, and are sent SIGTERM by the kernel when the parent dies (Linux ``PR_SET_PDEATHSIG``, prctl(2)).
+* Worker processes (:func:`lerobot_tools._parallel.map_ordered`: ``--jobs``, and the tasks of ``--executor local``)
+  ignore SIGINT (the parent decides), stop the item they are working on when sent SIGTERM (the same unwinding,
+  then they exit), exit at once when idle, and are sent SIGTERM by the kernel when the parent dies (Linux
+  ``PR_SET_PDEATHSIG``, prctl(2)), so none goes on with its work, or holds its parent's stdout/stderr, after it.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ counted per route (``info``, ``tree``, ``head``, ``get``, ``cdn``, ``harness``, 
 (5xx), a connection dropped before the response or in the middle of the body, a delay, a success
 carrying ``RateLimit: ...;r=0``, a body held half-sent until the test releases it, a 200 with a body of the
 test's choosing (not JSON, the wrong JSON, too large), or a normal answer with some headers replaced (a
-``Content-Range`` that ignores the ``Range`` asked for, a ``Link`` that never ends). As a proxy it refuses every
+``Content-Range`` that ignores the ``Range`` asked for, a ``Link`` that never ends), or a download body that never ends. As a proxy it
+refuses every
 ``CONNECT`` with 403 (logged as route ``other``, method ``CONNECT``).
 
 Use it as a context manager or through the ``hub_server`` pytest fixture (``tests/conftest.py``); it stops
@@ -123,6 +124,7 @@ class Fault:
     release: threading.Event = field(default_factory=threading.Event)
     reached: threading.Event = field(default_factory=threading.Event)
     fired: int = 0
+    sent_bytes: int = 0
 
 
 @dataclass
@@ -261,7 +263,10 @@ class HubServer:
         200 with ``body`` bytes, as JSON, plus ``headers``), ``"headers"`` (answer normally, with ``headers`` sent
         in place of the server's own: a ``Content-Range`` or ``Link`` of the test's choosing; a value of None leaves
         that header out), ``"endless"`` (route
-        ``tree``: an empty page linking to the next cursor, forever).
+        ``tree``: an empty page linking to the next cursor, forever), ``"endless_body"`` (routes ``get``/``cdn``: a
+        200 without ``Content-Length`` whose body repeats the file until the client hangs up, or until
+        ``after_bytes`` bytes (default 64 MiB) have gone out, so a client that never stops reading still ends;
+        ``fault.sent_bytes`` counts what was sent).
         ``times`` matching requests are affected (-1 = all), after letting ``skip`` through; ``repo`` and
         ``path`` narrow the match.
         """
@@ -477,7 +482,7 @@ class _Handler(BaseHTTPRequestHandler):
                 extra["RateLimit"] = fault.ratelimit
             if fault.policy:
                 extra["RateLimit-Policy"] = fault.policy
-        body_fault = fault if fault is not None and fault.kind in ("drop_body", "hold") else None
+        body_fault = fault if fault is not None and fault.kind in ("drop_body", "hold", "endless_body") else None
         try:
             if route == "harness":
                 req.status = self._json(200, {"standardEnvVars": [], "harnesses": {}}, extra)
@@ -620,6 +625,8 @@ class _Handler(BaseHTTPRequestHandler):
         headers.setdefault("Content-Type", "application/octet-stream")
         if method == "HEAD" or body_fault is None:
             return self._send(status, headers, chunk, head=(method == "HEAD"))
+        if body_fault.kind == "endless_body":
+            return self._endless_body(headers, data or b"\0", body_fault)
         # a faulty body: part of it, then cut or hold
         cut = body_fault.after_bytes if body_fault.after_bytes is not None else len(chunk) // 2
         cut = max(0, min(cut, len(chunk)))
@@ -639,6 +646,29 @@ class _Handler(BaseHTTPRequestHandler):
             return status
         self._drop()
         return -status
+
+    def _endless_body(self, headers: dict[str, str], data: bytes, fault: Fault) -> int:
+        """200 with no ``Content-Length`` (the body ends when the connection closes): ``data`` over and over until the
+        client hangs up or ``fault.after_bytes`` (default 64 MiB) bytes are out."""
+        cap = fault.after_bytes if fault.after_bytes is not None else 64 << 20
+        if getattr(self, "_req", None) is not None:
+            self._req.status = 200
+        self.close_connection = True
+        self.send_response(200)
+        drop = {"Content-Length", "Content-Range"}
+        for k, v in {**getattr(self, "_rl_headers", {}), **headers, "Connection": "close"}.items():
+            if v is not None and k not in drop:
+                self.send_header(k, v)
+        self.end_headers()
+        block = data * max(1, (64 << 10) // len(data))
+        try:
+            while fault.sent_bytes < cap:
+                piece = block[:cap - fault.sent_bytes]
+                self.wfile.write(piece)
+                fault.sent_bytes += len(piece)
+        except OSError:  # the client hung up
+            pass
+        return 200
 
     def _resolve(self, method: str, repo_id: str, rev: str, path: str, extra, body_fault) -> int:
         hub = self.server_hub

@@ -63,12 +63,21 @@ def test_validate_all_videos_and_deep_read_the_header_of_every_video_file(tmp_pa
 # --------------------------------------------------------------------------------------------- validate --jobs
 _PIDS: Path | None = None
 _ORIGINAL = validate_mod._validate_one
+_TEST_PROCESS = os.getpid()
 
 
 def _recording_validate_one(item):
-    """Module level, so the worker processes can unpickle it: records the process that validated a target."""
+    """Module level, so the worker processes can unpickle it: records the process that validated a target. In a
+    worker, the item waits (bounded) until two processes have taken one: on a loaded machine one worker could
+    otherwise take all three before the other has started, and the test would not learn whether two ran."""
+    import time
+
     with open(_PIDS, "a") as fh:
         fh.write(f"{os.getpid()}\n")
+    if os.getpid() != _TEST_PROCESS:
+        deadline = time.monotonic() + 120
+        while len(set(_PIDS.read_text().split())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
     return _ORIGINAL(item)
 
 

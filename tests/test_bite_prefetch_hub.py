@@ -840,12 +840,26 @@ def test_tree_pages_exact_requests(clock):
                                                       loc]
 
 
-def test_malformed_tree_entries_are_skipped_not_the_rest(srv, clock):
+@pytest.mark.parametrize("bad, why", [
+    ({"type": "file", "path": "a.txt", "size": "many"}, "tree entry 'a.txt': size 'many' is not a whole number"),
+    ({"type": "file", "path": "a.txt", "size": -5}, "tree entry 'a.txt': negative size"),
+    ({"type": "file", "path": "a.txt", "size": 2.5}, "tree entry 'a.txt': size '2.5' is not a whole number"),
+    ({"type": "file", "path": "a.txt", "size": True}, "tree entry 'a.txt': size 'True' is not a whole number"),
+    ({"type": "file", "path": "c.txt", "size": 1, "lfs": "no"}, "tree entry 'c.txt': 'lfs' is not an object"),
+    ({"type": "file", "path": 7}, "its path is not a string"),
+])
+def test_a_malformed_file_entry_makes_the_listing_an_error(srv, clock, bad, why):
+    """A file entry that cannot be used (an impossible size, a path that is not text) is an error for the whole
+    listing: skipping it would report the repo complete without that file. Directories are not files."""
     good = {"type": "file", "path": "b.txt", "size": 2, "oid": git_blob_sha1(b"hi")}
-    page = [{"type": "file", "path": "a.txt", "size": "many"}, {"type": "directory", "path": "d"},
-            {"type": "file", "path": "c.txt", "size": 1, "lfs": "no"}, good, {"type": "file", "path": 7}]
+    page = [{"type": "directory", "path": "d"}, good, bad]
     srv.inject("tree", "body", body=json.dumps(page).encode())
     client, _ = client_of(srv, clock)
+    with pytest.raises(HubError) as ei:
+        client.list_tree(REPO, sha_of(srv), CallStats())
+    assert str(ei.value) == f"tree of {REPO}@{sha_of(srv)[:12]} (page 1): a file entry cannot be used ({why})"
+    srv.reset()
+    srv.inject("tree", "body", body=json.dumps(page[:2]).encode())
     assert list(client.list_tree(REPO, sha_of(srv), CallStats())) == ["b.txt"]
 
 
@@ -1002,3 +1016,36 @@ def test_a_full_disk_fails_the_file_with_one_line_and_no_retry(tmp_path, srv, cl
     assert len([r for r in srv.requests("get") if r.path == big]) == 1 and clock.sleeps == []
     left = [p.name for p in (mnt / "out").rglob("*") if p.is_file()]
     assert not [n for n in left if ".lrtool-tmp-" in n] and "big.bin" not in left
+
+
+# ----------------------------------------------------------------------------------- sizes the listing advertises
+def test_a_listing_advertising_an_impossible_size_fails_the_repo(tmp_path, srv, clock):
+    """A file listed with size -5 is neither dropped (the repo would be reported complete without it, exit 0) nor
+    fetched: the repo fails, naming the entry, and nothing of it is written."""
+    entries = [{"type": "file", "path": BIG, "size": len(FILES[BIG]), "oid": git_blob_sha1(FILES[BIG])},
+               {"type": "file", "path": INFO, "size": -5, "oid": git_blob_sha1(FILES[INFO])}]
+    srv.inject("tree", "body", body=json.dumps(entries).encode(), times=-1)
+    rep, mix = prefetch_x(tmp_path, srv, clock)
+    msg = only_problem(rep, "error")
+    assert msg.endswith(f"(page 1): a file entry cannot be used (tree entry '{INFO}': negative size)"), msg
+    assert srv.counts()["get"] == 0
+    assert_repo_untouched(tmp_path, mix)
+
+
+def test_an_endless_download_body_is_cut_at_the_advertised_size(tmp_path, srv, clock):
+    """A server that never ends a file's body (no Content-Length, the file repeated forever): the download stops
+    reading as soon as it holds more than the listing's size, well before the server's 32 MiB safety stop, and
+    fails naming the sizes; the temporary file holds at most one read more than the listed size."""
+    fault = srv.inject("get", "endless_body", path=BIG, after_bytes=32 << 20)
+    entry = entry_of(srv, BIG)
+    client, _ = client_of(srv, clock)
+    tmp = tmp_path / "tmp"
+    chunks: list[int] = []
+    with pytest.raises(HubError) as ei:
+        client.download(REPO, sha_of(srv), entry, tmp, CallStats(), on_bytes=chunks.append)
+    assert str(ei.value).startswith(f"{BIG}: got ") and str(ei.value).endswith(
+        f" bytes, the tree listing says {entry.size}"), str(ei.value)
+    slack = 1 << 20  # one read of the HTTP client at most
+    assert entry.size < sum(chunks) <= entry.size + slack
+    assert tmp.stat().st_size == sum(chunks)
+    assert fault.fired == 1 and fault.sent_bytes < 32 << 20

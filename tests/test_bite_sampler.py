@@ -402,3 +402,33 @@ def test_a_mixture_like_source_without_explicit_weights_draws_every_frame_once()
     assert EpisodeAwareSampler(src, num_samples=10).dataset_counts().tolist() == [4, 6]
     explicit = SimpleNamespace(**vars(src), explicit_weights=True)
     assert EpisodeAwareSampler(explicit).dataset_counts().tolist() == [5, 0]
+
+
+def test_a_mixture_member_with_no_frames_left_is_never_drawn(tmp_path_factory):
+    """Frame dropping can leave a dataset of the mixture without a frame (its episodes all shorter than the frames
+    dropped): its weight goes to the others, however large it is, and no draw ever lands on it (a draw of a dataset
+    of 0 frames divides by zero and lands on another dataset's frame)."""
+    import warnings
+
+    pytest.importorskip("datasets")
+    from lerobot_tools.loaders import MixtureDataset, MixtureMember
+
+    cache = tmp_path_factory.mktemp("nofit")
+    parts = [FIXTURES / "datasets" / p for p in MIX_PARTS]
+    # the first member keeps only its 5-frame episode: dropping 3 + 2 frames leaves nothing of it
+    mix = MixtureDataset([MixtureMember(parts[0], episodes=[1]), parts[1], parts[2]], weights=[50, 1, 1],
+                         decode_video=False, cache_dir=cache)
+    assert mix.episode_lengths.tolist() == [5, 6, 5, 6, 5]
+    kept = {int(mix.episode_starts[e]) + 3 for e in (1, 3)}  # the one frame left of each 6-frame episode
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's division by zero would only warn
+        for shuffle in (False, True):
+            s = EpisodeAwareSampler(mix, seed=5, shuffle=shuffle, drop_first_frames=3, drop_last_frames=2)
+            assert s.dataset_counts().tolist() == [0, 1, 1] and len(s) == 2
+            assert set(s) == kept
+            many = EpisodeAwareSampler(mix, seed=5, shuffle=shuffle, drop_first_frames=3, drop_last_frames=2,
+                                       num_samples=40)
+            assert many.dataset_counts().tolist() == [0, 20, 20]
+            got = list(many)
+            assert len(got) == 40 and set(got) == kept
+            assert 0 not in set(mix.locate(got)[0].tolist())

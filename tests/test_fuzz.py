@@ -522,8 +522,9 @@ def test_fuzz_prefetch_http(hub, work, monkeypatch, data):
 
 
 # ------------------------------------------------------------------------------------------- regressions
-def test_regression_tree_entry_with_a_non_object_lfs_is_skipped(hub, work, monkeypatch):
-    """Found by test_fuzz_prefetch_http: a listing entry ``"lfs": "x"`` raised AttributeError out of prefetch."""
+def test_regression_tree_entry_with_a_non_object_lfs_is_an_error(hub, work, monkeypatch):
+    """Found by test_fuzz_prefetch_http: a listing entry ``"lfs": "x"`` raised AttributeError out of prefetch. It is
+    an error of that repo, naming the entry (skipping it reported the repo complete without the file)."""
     from lerobot_tools.prefetch.local import TreeFile
     from lerobot_tools.prefetch.run import PrefetchOptions, prefetch
     from tests.hubserver import _Handler
@@ -545,8 +546,11 @@ def test_regression_tree_entry_with_a_non_object_lfs_is_skipped(hub, work, monke
         (parent / "mixture.txt").write_text("org/lfsx\n")
         rep = prefetch(parent / "mixture.txt", PrefetchOptions(local_dir_root=parent / "out", endpoint=hub.url,
                                                                 clock=FakeClock(), progress=False))
-        assert rep.exit_status == 0
-        assert (parent / "out/org/lfsx/meta/info.json").is_file()
+        assert rep.exit_status == 1
+        (res,) = rep.results
+        assert res.status == "error" and len(res.problems) == 1, res.to_dict()
+        assert res.problems[0].endswith("a file entry cannot be used (tree entry 'meta/extra.json': 'lfs' is not an "
+                                        "object)"), res.problems
         assert not (parent / "out/org/lfsx/meta/extra.json").exists()
 
 

@@ -127,7 +127,11 @@ def test_prefetch_shards_split_the_budget_and_write_the_lock_once(tmp_path):
         common = ["prefetch", mix, "--local-dir-root", root, "--resolve-requests", "1000"]
         _shards(tmp_path, 2, *common, HF_ENDPOINT=srv.url)
         assert not (tmp_path / "mixture.lock").exists()  # tasks never write the lock
+        # nor does `lrtool report` at a path read from the run folder: only at one named on its command line
         r = lrtool("report", tmp_path / "parts", "--format", "json")
+        assert r.returncode == 0 and not (tmp_path / "mixture.lock").exists(), r.stderr[-2000:]
+        assert any("--lock FILE" in n for n in json.loads(r.stdout)["notes"])
+        r = lrtool("report", tmp_path / "parts", "--format", "json", "--lock", tmp_path / "mixture.lock")
         assert r.returncode == 0, r.stderr[-2000:]
         doc = json.loads(r.stdout)
         assert [x["repo_id"] for x in doc["datasets"]] == list(repos)

@@ -25,6 +25,8 @@ from typing import Callable, NoReturn
 import click
 
 from lerobot_tools.commands._common import fail
+from lerobot_tools.distributed.partition import MAX_TASKS
+from lerobot_tools.errors import LrtoolError
 
 
 @dataclass
@@ -53,12 +55,16 @@ class DistributedRequest:
 
 
 def _parse_shard(ctx, param, value):
+    import re
+
     if value is None:
         return None
-    try:
-        rank, world = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise click.BadParameter("expected RANK/WORLD, e.g. 3/8") from None
+    m = re.fullmatch(r"\s*([0-9]+)\s*/\s*([0-9]+)\s*", value)
+    if m is None:
+        raise click.BadParameter("expected RANK/WORLD, e.g. 3/8")
+    rank, world = (int(g) if len(g) <= 12 else MAX_TASKS + 1 for g in m.groups())  # no 10**20-digit parse
+    if world > MAX_TASKS:
+        raise click.BadParameter(f"WORLD must be at most {MAX_TASKS:,} (got {m.group(2)[:24]})")
     if world < 1 or not 0 <= rank < world:
         raise click.BadParameter(f"RANK must be in 0..WORLD-1 and WORLD >= 1 (got {value})")
     return rank, world
@@ -83,8 +89,9 @@ _OPTIONS = [
                  help="Part result file of --shard (JSON); the run's plan.json is kept in the same folder."),
     click.option("--executor", type=click.Choice(["local", "slurm", "ray"]), default=None,
                  help="Run the shares on datatrove: local processes, a SLURM job array, or a Ray cluster."),
-    click.option("--tasks", type=click.IntRange(min=1), default=None, help="Number of tasks (shares) for --executor."),
-    click.option("--workers", type=click.IntRange(min=-1), default=-1, show_default=True,
+    click.option("--tasks", type=click.IntRange(min=1, max=MAX_TASKS), default=None,
+                 help=f"Number of tasks (shares) for --executor (at most {MAX_TASKS:,})."),
+    click.option("--workers", type=click.IntRange(min=-1, max=MAX_TASKS), default=-1, show_default=True,
                  help="Tasks running at the same time (-1 = all)."),
     click.option("--logging-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                  help="Run folder: plan, parts, logs, completion markers. Re-running with it skips completed tasks."),
@@ -167,24 +174,34 @@ def run_distributed_targets(dist: DistributedRequest, command: str, targets, mak
     run_distributed(dist, command, make_spec(resolved), render)
 
 
-def run_distributed(dist: DistributedRequest, command: str, spec: dict, render: dict) -> NoReturn:
+def run_distributed(dist: DistributedRequest, command: str, spec: dict, render: dict,
+                    outputs: dict | None = None) -> NoReturn:
     """Run ``command`` as asked by ``dist``, print what the user needs, exit.
 
     Args:
         dist: the parsed options.
         command: a key of :data:`lerobot_tools.distributed.jobs.JOBS`.
         spec: the command's plan spec (resolved targets, options).
-        render: how to print the merged result (``format`` and command-specific keys).
+        render: how to print the merged result (``format``, and the keys of
+            :data:`lerobot_tools.distributed.plan.RENDER_KEYS`), recorded in the run folder.
+        outputs: files the merged run writes outside the run folder (:data:`lerobot_tools.distributed.jobs.OUTPUTS`
+            name -> path from this command line). Written by this process when it merges (``--executor local|ray``)
+            and by the SLURM merge job; refused with ``--shard`` (the tasks only write parts: give them to
+            ``lrtool report``); never recorded in the run folder.
     """
     from lerobot_tools.distributed.jobs import get_job
     from lerobot_tools.distributed.plan import load_or_create, write_render
     from lerobot_tools.errors import LrtoolError
 
+    outputs = {k: v for k, v in (outputs or {}).items() if v is not None}
+    if dist.shard and outputs.get("write_baseline") is not None:
+        fail("--write-baseline with --shard: the tasks only write parts; give it to `lrtool report DIR "
+             "--write-baseline FILE` once every part is written")
     job = get_job(command)
     run_dir = dist.run_dir
     try:
         plan = load_or_create(run_dir, command, dist.world, spec, job.sizes)
-        write_render(run_dir, render)
+        write_render(run_dir, plan, render)
     except LrtoolError as exc:
         fail(str(exc))
     if dist.shard:
@@ -201,10 +218,10 @@ def run_distributed(dist: DistributedRequest, command: str, spec: dict, render: 
                    f"{part['seconds']:.1f} s -> {dist.part_out}; merge all {world} with: "
                    f"lrtool report merge {run_dir}", err=True)
         sys.exit(0)
-    _run_executor(dist, job, run_dir, render)
+    _run_executor(dist, job, run_dir, plan, outputs)
 
 
-def _run_executor(dist: DistributedRequest, job, run_dir: Path, render: dict) -> NoReturn:
+def _run_executor(dist: DistributedRequest, job, run_dir: Path, plan, outputs: dict) -> NoReturn:
     from lerobot_tools.errors import LrtoolError
 
     try:
@@ -218,7 +235,8 @@ def _run_executor(dist: DistributedRequest, job, run_dir: Path, render: dict) ->
         slurm_cpus_per_task=s.get("slurm_cpus_per_task") or 1, slurm_mem_per_cpu_gb=s.get("slurm_mem_per_cpu_gb") or 2,
         slurm_qos=s.get("slurm_qos"), slurm_sbatch_args=s.get("slurm_sbatch_args") or {},
         slurm_venv_path=s.get("slurm_venv_path"), slurm_env_command=s.get("slurm_env_command"),
-        slurm_job_name=f"lrtool-{job.command}", ray_address=dist.ray_address)
+        slurm_job_name=f"lrtool-{job.command}", ray_address=dist.ray_address, run=plan.id, request=plan.request,
+        outputs={k: str(Path(v).absolute()) for k, v in outputs.items()})
     try:
         launched = engine.launch(opts)
     except LrtoolError as exc:
@@ -234,14 +252,14 @@ def _run_executor(dist: DistributedRequest, job, run_dir: Path, render: dict) ->
         click.echo(f"  result:  lrtool report {run_dir}          (the merged report and its exit status, once "
                    "complete)")
         click.echo(f"           lrtool report {run_dir} --wait   (blocks until then)")
-        click.echo(f"  also written by the merge job: {run_dir}/report.txt, report.json, exit_status")
+        click.echo(f"  also written by the merge job: {run_dir}/report.txt, report.json, exit_status"
+                   + "".join(f", {v}" for v in outputs.values()))
         sys.exit(0)
-    _print_merged(job, run_dir, render)
+    _print_merged(run_dir, outputs)
 
 
-def _print_merged(job, run_dir: Path, render: dict) -> NoReturn:
+def _print_merged(run_dir: Path, outputs: dict) -> NoReturn:
     from lerobot_tools.distributed.parts import IncompleteRun, merge_parts
-    from lerobot_tools.errors import LrtoolError
 
     try:
         merged = merge_parts([run_dir])
@@ -250,19 +268,30 @@ def _print_merged(job, run_dir: Path, render: dict) -> NoReturn:
              "command again to retry them (completed tasks are skipped)")
     except LrtoolError as exc:
         fail(str(exc))
-    report_merged(job, merged.result, render)
+    report_merged(merged, run_dir, outputs)
 
 
-def report_merged(job, result, render: dict) -> NoReturn:
-    """Print a merged result as its job renders it (``render``: format and command options) and exit with the
-    job's exit status; a rendering error is one line, exit 2."""
+def report_merged(merged, run_dir: Path, outputs: dict, *, fmt: str | None = None) -> NoReturn:
+    """Write ``outputs`` (paths from this command line), print a merged run as its job renders it (the render
+    options recorded in ``run_dir`` for this run, ``fmt`` overriding the format) and exit with the job's exit
+    status; an error (unreadable render options or results, an output that cannot be written) is one line,
+    exit 2."""
     from lerobot_tools._safeout import json_mode, wrap
-    from lerobot_tools.errors import LrtoolError
+    from lerobot_tools.distributed.jobs import get_job, write_outputs
+    from lerobot_tools.distributed.parts import unreadable_results
+    from lerobot_tools.distributed.plan import read_render
 
     out = wrap(sys.stdout)
     try:
-        with (json_mode(out) if render.get("format") == "json" else contextlib.nullcontext()):
-            status = job.report(result, render, out)
+        job = get_job(merged.command)
+        render = read_render(run_dir, merged.run, merged.request)
+        if fmt is not None:
+            render["format"] = fmt
+        render["color"] = True
+        write_outputs(job, merged, outputs, where=run_dir)
+        with (json_mode(out) if render.get("format") == "json" else contextlib.nullcontext()), \
+                unreadable_results(run_dir):
+            status = job.report(merged.result, render, out)
     except LrtoolError as exc:
         fail(str(exc))
     sys.exit(status)

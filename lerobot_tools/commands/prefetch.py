@@ -89,7 +89,10 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, meta_only, offline, 
             spec = make_spec(mixture, options, concurrent)
         except LrtoolError as exc:
             fail(str(exc))
-        run_distributed(dist, "prefetch", spec, {"format": fmt})
+        from lerobot_tools.prefetch.lock import default_lock_path
+
+        lock = (lock_path if lock_path is not None else default_lock_path(mixture)) if not no_lock else None
+        run_distributed(dist, "prefetch", spec, {"format": fmt}, {"lock": None if dist.shard else lock})
     try:
         report = run_prefetch(mixture, options)
     except LrtoolError as exc:

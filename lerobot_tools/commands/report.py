@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from lerobot_tools.commands._common import fail
+from lerobot_tools.commands._common import FiniteFloatRange, fail
 
 #: exit status of ``lrtool report DIR`` while tasks are still running
 NOT_COMPLETE = 3
@@ -17,17 +17,25 @@ NOT_COMPLETE = 3
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
               help="text or json (default: what the launching command asked for).")
 @click.option("--wait", is_flag=True, help="Block until every task has written its part (at most --timeout-s).")
-@click.option("--timeout-s", type=click.FloatRange(min=0), default=86400.0, show_default=True,
+@click.option("--timeout-s", type=FiniteFloatRange(min=0), default=86400.0, show_default=True,
               help="Longest --wait, in seconds.")
-@click.option("--poll-s", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
+@click.option("--poll-s", type=FiniteFloatRange(min=0.05), default=10.0, show_default=True,
               help="Seconds between checks while waiting.")
-def report(paths, fmt, wait, timeout_s, poll_s):
+@click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="validate runs: record the merged findings in this file.")
+@click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="prefetch runs: write the lock file (every resolved commit) here.")
+def report(paths, fmt, wait, timeout_s, poll_s, write_baseline, lock_path):
     """Print the merged report of a distributed run, with the exit status the single-process run gives.
 
     \b
     lrtool report DIR                 the run in DIR (--logging-dir, or the folder of --part-out)
     lrtool report DIR --wait          ... blocking until every task has finished
     lrtool report merge PARTS...|DIR  merge these part files (or every part-*.json in DIR) now
+
+    Every part must belong to the run's plan.json (its identity and request digest). A file written outside the
+    run folder is named on this command line, never read from the folder: --write-baseline for a validate run,
+    --lock for a prefetch run (the launching command writes its own when it merges the run itself).
 
     Exit status: the command's own (validate: 0 no errors, 1 errors found); 2 the tool could not run
     (unreadable or foreign parts, a task ended without its part); 3 the run is not complete yet.
@@ -43,21 +51,15 @@ def report(paths, fmt, wait, timeout_s, poll_s):
             fail("lrtool report takes one run folder (or: lrtool report merge PARTS...)")
         _wait_for(targets[0], wait, timeout_s, poll_s)
     from lerobot_tools.commands._distributed import report_merged
-    from lerobot_tools.distributed.jobs import get_job
-    from lerobot_tools.distributed.parts import merge_parts
-    from lerobot_tools.distributed.plan import read_render
+    from lerobot_tools.distributed.parts import merge_parts, run_plan
 
     try:
         merged = merge_parts(targets)
-        folder = targets[0] if targets[0].is_dir() else targets[0].parent
-        render = read_render(folder) if (folder / "render.json").exists() else {}
-        if fmt is not None:
-            render["format"] = fmt
-        render["color"] = True
-        job = get_job(merged.command)
+        _, plan_dir = run_plan(targets)
     except LrtoolError as exc:
         fail(str(exc))
-    report_merged(job, merged.result, render)
+    folder = plan_dir or (targets[0] if targets[0].is_dir() else targets[0].parent)
+    report_merged(merged, folder, {"write_baseline": write_baseline, "lock": lock_path}, fmt=fmt)
 
 
 def _wait_for(run_dir: Path, wait: bool, timeout_s: float, poll_s: float) -> None:

@@ -140,9 +140,18 @@ def _run_distributed(dist, targets, options, fmt, baseline, write_baseline):
     except LrtoolError as exc:
         fail(str(exc))
     resolved = [t for _, ts in groups for t in ts]
-    render = {"format": fmt, "baseline": os.path.abspath(baseline) if baseline else None,
-              "write_baseline": os.path.abspath(write_baseline) if write_baseline else None, "color": True}
-    run_distributed(dist, "validate", make_spec(resolved, options, [(a, len(ts)) for a, ts in groups]), render)
+    known = None
+    if baseline is not None:  # its findings go into the run folder, never its path
+        from lerobot_tools.report import read_baseline
+
+        try:
+            known = sorted(read_baseline(baseline))
+        except LrtoolError as exc:
+            fail(str(exc))
+    render = {"format": fmt, "baseline_known": known}
+    outputs = {"write_baseline": os.path.abspath(write_baseline) if write_baseline else None}
+    run_distributed(dist, "validate", make_spec(resolved, options, [(a, len(ts)) for a, ts in groups]), render,
+                    outputs)
 
 
 @click.command()

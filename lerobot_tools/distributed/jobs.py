@@ -9,7 +9,10 @@ A job module (``validate_job``, ``reshard_job``, ...) exposes ``JOB``, an object
 - ``merge(spec, datasets: list[DatasetParts])``: the command's result object, exactly what the
   single-process command returns for the same targets;
 - ``report(result, render, out) -> int``: print it as the command does (``render`` holds ``format`` and
-  command-specific options) and return the command's exit status.
+  command-specific options) and return the command's exit status;
+- optionally ``write_outputs(result, spec, outputs) -> list[str]``: write the files the command writes outside
+  the run folder once merged (``outputs`` maps :data:`OUTPUTS` names to paths, always from a command line: validate's
+  ``--write-baseline``, prefetch's lock file) and return lines to print on stderr.
 
 ``spec`` is the JSON the command stored in the plan (resolved targets and options). Job modules are
 imported only when a run needs them.
@@ -67,6 +70,41 @@ class Job(Protocol):
     def merge(self, spec: dict, datasets: list[DatasetParts]) -> Any: ...
 
     def report(self, result: Any, render: dict, out) -> int: ...
+
+
+#: output files a merged run may write, per command: name -> command (taken only from a command line)
+OUTPUTS: dict[str, str] = {"write_baseline": "validate", "lock": "prefetch"}
+
+
+def write_outputs(job: Job, merged: Any, outputs: dict[str, Any], *, where: Any = None) -> None:
+    """Write the output files named in ``outputs`` (paths from the command line of the process that merges, never
+    from a run folder) through the job's ``write_outputs``, and print its lines on stderr.
+
+    Args:
+        job: the run's job.
+        merged: the :class:`~lerobot_tools.distributed.parts.Merged` run.
+        outputs: :data:`OUTPUTS` name -> path or None.
+        where: the run folder, named by a one-line error about the parts' results.
+
+    Raises:
+        UsageError: an output that does not apply to this command; the job's own errors (one line).
+    """
+    import sys
+
+    from lerobot_tools.distributed.parts import unreadable_results
+
+    given = {k: v for k, v in outputs.items() if v is not None}
+    for name in given:
+        if OUTPUTS.get(name) != job.command:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} applies to a {OUTPUTS.get(name, '?')} run, this one is {job.command}")
+    writer = getattr(job, "write_outputs", None)
+    if writer is None:
+        return
+    with unreadable_results(where):
+        lines = writer(merged.result, merged.spec, given)
+    for line in lines:
+        print(line, file=sys.stderr)
 
 
 def get_job(command: str) -> Job:

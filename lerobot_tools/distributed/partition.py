@@ -16,6 +16,10 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+#: most tasks a run may have (``--tasks``, ``--shard RANK/WORLD``, a ``world`` read from a run folder): every rank
+#: costs a list entry in the plan, in the merge and in ``lrtool report``
+MAX_TASKS = 100_000
+
 #: a dataset is split into per-file items when it holds more than this fraction of one task's fair share
 SPLIT_FRACTION = 0.25
 
@@ -72,8 +76,8 @@ class WorkItem:
         Raises:
             ValueError: ``raw`` is not a work item.
         """
-        if not (isinstance(raw, list) and len(raw) == 4 and isinstance(raw[0], int) and raw[1] in KIND_ORDER
-                and (raw[2] is None or isinstance(raw[2], str)) and isinstance(raw[3], int)):
+        if not (isinstance(raw, list) and len(raw) == 4 and type(raw[0]) is int and isinstance(raw[1], str)
+                and raw[1] in KIND_ORDER and (raw[2] is None or isinstance(raw[2], str)) and type(raw[3]) is int):
             raise ValueError(f"not a work item: {str(raw)[:80]}")
         return cls(raw[0], raw[1], raw[2], raw[3])
 

@@ -3,15 +3,19 @@
 A part is one JSON file per task (``parts/part-RRRRR.json``, written atomically, so it exists only
 when the task finished its work)::
 
-    {"lrtool_part": 1, "plan_id": "...", "command": "validate", "rank": 3, "world": 8,
+    {"lrtool_part": 2, "run": "<32 hex>", "request": "<64 hex>", "command": "validate", "rank": 3, "world": 8,
      "cwd": "/launch/dir", "spec": {...}, "items": [[dataset, kind, path, bytes], ...],
      "entries": [{"dataset": 0, "kind": "dataset", "result": {...}},
                  {"dataset": 5, "kind": "files", "files": ["data/chunk-000/file-003.parquet"], "result": {...}}],
      "bytes": 123456, "seconds": 4.2}
 
-Every part carries the run's spec, so ``lrtool report merge PARTS...`` needs nothing else. Merging
-checks that the parts belong to one run and that every rank is present, then hands each dataset's
-entries to the command's job (:mod:`lerobot_tools.distributed.jobs`).
+Every part carries the run's identity, its request digest and its spec, so ``lrtool report merge PARTS...``
+needs nothing else; a part whose digest does not match its own command, world, cwd and spec is refused.
+Merging checks that the parts belong to one run (and to the ``plan.json`` of their folder, when there is one:
+same identity, same digest, the work items the plan gave that rank), that each part's entries are exactly those
+of its work items, and that every rank is present, then hands each dataset's entries to the command's job
+(:mod:`lerobot_tools.distributed.jobs`). A run folder's parts are read from the folder itself and its ``parts/``
+folder, never through a symbolic link. A result the job cannot read (a part edited by hand) is a one-line error.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from typing import Any, Iterator
 
 from lerobot_tools.distributed.jobs import DatasetParts, get_job
 from lerobot_tools.distributed.partition import WorkItem
-from lerobot_tools.distributed.plan import PARTS_DIR, Plan, read_json_capped
+from lerobot_tools.distributed.plan import (DIGEST_RE, PARTS_DIR, PLAN_FILE, RUN_ID_RE, Plan, check_world,
+                                            read_json_capped, read_plan, refuse_link, request_digest, safe_relpath,
+                                            spec_targets)
 from lerobot_tools.errors import UsageError
 
-PART_VERSION = 1
+PART_VERSION = 2
 
 
 class IncompleteRun(UsageError):
@@ -102,9 +108,9 @@ def run_shard(plan: Plan, rank: int, out: Path) -> dict[str, Any]:
             if files:
                 entries.append({"dataset": ds, "kind": "files", "files": files,
                                 "result": job.run_files(plan.spec, ds, files)})
-    part = {"lrtool_part": PART_VERSION, "plan_id": plan.id, "command": plan.command, "rank": rank,
-            "world": plan.world, "cwd": plan.cwd, "spec": plan.spec, "items": [it.to_list() for it in items],
-            "entries": entries, "bytes": sum(it.bytes for it in items),
+    part = {"lrtool_part": PART_VERSION, "run": plan.id, "request": plan.request, "command": plan.command,
+            "rank": rank, "world": plan.world, "cwd": plan.cwd, "spec": plan.spec,
+            "items": [it.to_list() for it in items], "entries": entries, "bytes": sum(it.bytes for it in items),
             "seconds": round(time.perf_counter() - t0, 3)}
     out = Path(out)
     try:
@@ -120,13 +126,13 @@ def find_parts(paths: list[Path]) -> list[Path]:
     those of its ``parts/`` subfolder (a run directory).
 
     Raises:
-        UsageError: a path does not exist, or a folder holds no part file.
+        UsageError: a path does not exist, a folder holds no part file, or a folder's ``parts/`` or one of its
+            part files is a symbolic link.
     """
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = [f for f in sorted(p.glob("part-*.json")) + sorted((p / PARTS_DIR).glob("part-*.json"))
-                     if f.is_file()]
+            found = folder_parts(p)
             if not found:
                 raise UsageError("no part files (part-*.json) in this folder or its parts/ folder", p)
             out += found
@@ -137,29 +143,85 @@ def find_parts(paths: list[Path]) -> list[Path]:
     return out
 
 
-def read_part(path: Path) -> dict[str, Any]:
-    """Read and validate one part file.
+def folder_parts(folder: Path) -> list[Path]:
+    """The ``part-*.json`` regular files of a run folder and of its ``parts/`` folder, sorted.
 
     Raises:
-        UsageError: unreadable, too large, or not an lrtool part.
+        UsageError: ``parts/`` or a part file is a symbolic link (it could name another run's parts).
     """
-    doc = read_json_capped(path, "part file")
+    folder = Path(folder)
+    sub = folder / PARTS_DIR
+    refuse_link(sub, "the parts folder")
+    files = sorted(folder.glob("part-*.json")) + (sorted(sub.glob("part-*.json")) if sub.is_dir() else [])
+    out = []
+    for f in files:
+        refuse_link(f, "part file")
+        if f.is_file():
+            out.append(f)
+    return out
+
+
+def expected_entries(items: list[WorkItem]) -> list[tuple[int, str, list[str] | None]]:
+    """``(dataset, kind, files)`` of the entries :func:`run_shard` writes for ``items`` (in natural order)."""
+    out: list[tuple[int, str, list[str] | None]] = []
+    for ds, group in itertools.groupby(items, key=lambda it: it.dataset):
+        group = list(group)
+        out += [(ds, it.kind, None) for it in group if it.kind in ("dataset", "head")]
+        files = [it.path for it in group if it.kind == "file"]
+        if files:
+            out.append((ds, "files", files))
+    return out
+
+
+def read_part(path: Path, *, link_ok: bool = True) -> dict[str, Any]:
+    """Read and validate one part file: its format, run identity, request digest (which must match its own
+    command, world, cwd and spec), rank, work items, and entries (exactly those of its work items).
+
+    Args:
+        path: the part file.
+        link_ok: follow a symbolic link (a file named on the command line); False for a run folder's parts.
+
+    Raises:
+        UsageError: unreadable, too large, or not a valid lrtool part (one line naming ``path``).
+    """
+    from lerobot_tools.distributed.jobs import JOBS
+
+    doc = read_json_capped(path, "part file", link_ok=link_ok)
     try:
         if not isinstance(doc, dict) or doc.get("lrtool_part") != PART_VERSION:
-            raise ValueError("not an lrtool part result (lrtool_part: 1)")
-        for key, typ in (("plan_id", str), ("command", str), ("rank", int), ("world", int), ("spec", dict),
+            if isinstance(doc, dict) and doc.get("lrtool_part") == 1:
+                raise ValueError("written by an older lrtool (part format 1); run the task again")
+            raise ValueError(f"not an lrtool part result (lrtool_part: {PART_VERSION})")
+        for key, typ in (("run", str), ("request", str), ("command", str), ("cwd", str), ("spec", dict),
                          ("items", list), ("entries", list)):
             if not isinstance(doc.get(key), typ):
                 raise ValueError(f"{key!r} is missing or not a {typ.__name__}")
-        if not 0 <= doc["rank"] < doc["world"]:
-            raise ValueError(f"rank {doc['rank']} is outside 0..{doc['world'] - 1}")
+        if not RUN_ID_RE.fullmatch(doc["run"]) or not DIGEST_RE.fullmatch(doc["request"]):
+            raise ValueError("'run' or 'request' is malformed")
+        if doc["command"] not in JOBS:
+            raise ValueError(f"unknown command {doc['command'][:40]!r}")
+        world = check_world(doc.get("world"))
+        rank = doc.get("rank")
+        if type(rank) is not int or not 0 <= rank < world:
+            raise ValueError(f"rank {str(rank)[:20]} is outside 0..{world - 1}")
+        n = spec_targets(doc["spec"])
         doc["items"] = [WorkItem.from_list(it) for it in doc["items"]]
+        for it in doc["items"]:
+            if not 0 <= it.dataset < n or (it.kind == "file" and not safe_relpath(it.path)):
+                raise ValueError(f"a work item is not one of this run's ({str(it.to_list())[:80]})")
+        got = []
         for e in doc["entries"]:
-            if not (isinstance(e, dict) and isinstance(e.get("dataset"), int)
+            if not (isinstance(e, dict) and type(e.get("dataset")) is int
                     and e.get("kind") in ("dataset", "head", "files") and "result" in e):
                 raise ValueError("an entry is not {dataset, kind, result}")
+            got.append((e["dataset"], e["kind"], e.get("files") if e["kind"] == "files" else None))
+        if got != expected_entries(doc["items"]):
+            raise ValueError("its entries are not those of its work items")
     except (TypeError, ValueError) as exc:
         raise UsageError(f"not a valid part file ({exc})", path) from None
+    if request_digest(doc["command"], world, doc["cwd"], doc["spec"]) != doc["request"]:
+        raise UsageError("part file was modified after it was written (its request digest does not match its "
+                         "content)", path)
     return doc
 
 
@@ -172,59 +234,107 @@ class Merged:
     world: int
     result: Any
     parts: int
+    run: str = ""
+    request: str = ""
+
+
+def run_plan(paths: list[Path]) -> tuple[Plan | None, Path | None]:
+    """The ``plan.json`` of the folder(s) ``paths`` come from (a folder given, or the folder of a part file
+    given), and that folder; (None, None) when none has one.
+
+    Raises:
+        UsageError: an invalid plan, or plans of different runs.
+    """
+    plan, where = None, None
+    for p in map(Path, paths):
+        folder = p if p.is_dir() else p.parent
+        if not os.path.lexists(folder / PLAN_FILE):
+            continue
+        other = read_plan(folder / PLAN_FILE)
+        if plan is not None and (other.id, other.request) != (plan.id, plan.request):
+            raise UsageError(f"belongs to another run (its plan.json is not that of {where})", folder)
+        plan, where = plan or other, where or folder
+    return plan, where
 
 
 def merge_parts(paths: list[Path]) -> Merged:
     """Merge the part files of one run (see :func:`find_parts` for ``paths``) into the command's result.
 
-    Runs in the run's launching directory when it exists here (relative dataset paths resolve as they
-    did for the tasks).
+    When the parts' folder holds a ``plan.json``, every part must belong to that plan (its run identity, request
+    digest, and for its rank the work items of the plan), and the plan's spec is used. Runs in the run's launching
+    directory when it exists here (relative dataset paths resolve as they did for the tasks).
 
     Raises:
         IncompleteRun: some ranks have no part.
-        UsageError: unreadable parts, parts of different runs, a rank given twice with different content,
-            or parts that do not cover every dataset.
+        UsageError: unreadable parts, parts of different runs or of another plan, a rank given twice with
+            different content, parts that do not cover every dataset, or results the command cannot read.
     """
     files = find_parts(paths)
+    plan, plan_dir = run_plan(paths)
+    given = {Path(p) for p in paths if not Path(p).is_dir()}
     parts: dict[int, dict] = {}
     first: dict | None = None
     for f in files:
-        part = read_part(f)
+        part = read_part(f, link_ok=f in given)
+        ident = (part["run"], part["request"])
+        if plan is not None:
+            if ident != (plan.id, plan.request):
+                raise UsageError(f"belongs to another run (run {part['run']}, not {plan.id} of {plan_dir})", f)
+            if part["items"] != plan.assignment[part["rank"]]:
+                raise UsageError(f"its work items are not those the plan gives rank {part['rank']}", f)
         if first is None:
             first = part
-        elif part["plan_id"] != first["plan_id"]:
-            raise UsageError(f"belongs to another run (plan {part['plan_id']}, not {first['plan_id']})", f)
+        elif ident != (first["run"], first["request"]):
+            raise UsageError(f"belongs to another run (run {part['run']}, not {first['run']})", f)
         rank = part["rank"]
         if rank in parts and parts[rank]["entries"] != part["entries"]:
             raise UsageError(f"rank {rank} is given twice with different results", f)
         parts[rank] = part
     assert first is not None
     world = first["world"]
-    missing = [r for r in range(world) if r not in parts]
-    if missing:
-        raise IncompleteRun(missing, world)
-    spec = first["spec"]
-    n = len(spec.get("targets", []))
+    if len(parts) < world:
+        missing = [r for r in range(world) if r not in parts]
+        raise IncompleteRun(missing, world, plan_dir or Path(files[0]).parent)
+    command, spec, cwd = first["command"], first["spec"], first["cwd"]
+    n = len(spec["targets"])
     datasets = [DatasetParts(i) for i in range(n)]
-    covered: dict[int, set[str]] = {}
+    covered: set[int] = set()
     for rank in range(world):
         for e in parts[rank]["entries"]:
-            i = e["dataset"]
-            if not 0 <= i < n:
-                raise UsageError(f"part of rank {rank} names dataset {i}, the run has {n}")
-            d = datasets[i]
+            d = datasets[e["dataset"]]
             if e["kind"] == "dataset":
                 d.whole = e["result"]
-                covered.setdefault(i, set()).add("")
+                covered.add(d.index)
             elif e["kind"] == "head":
                 d.head, d.split = e["result"], True
-                covered.setdefault(i, set()).add("")
+                covered.add(d.index)
             else:
-                d.files.append((list(e.get("files") or []), e["result"]))
-    gaps = [i for i in range(n) if "" not in covered.get(i, set())]
+                d.files.append((list(e["files"]), e["result"]))
+    gaps = [i for i in range(n) if i not in covered]
     if gaps:
         raise UsageError(f"the parts do not cover dataset(s) {gaps[:8]} of the run")
-    job = get_job(first["command"])
-    with in_directory(first.get("cwd")):
+    job = get_job(command)
+    where = plan_dir or Path(files[0]).parent
+    with in_directory(cwd), unreadable_results(where):
         result = job.merge(spec, datasets)
-    return Merged(first["command"], spec, world, result, len(parts))
+    return Merged(command, spec, world, result, len(parts), first["run"], first["request"])
+
+
+#: what a job raises on a result it cannot read (a part edited by hand, a wrong type where a field should be)
+RESULT_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError)
+
+
+@contextlib.contextmanager
+def unreadable_results(where: Path | str | None) -> Iterator[None]:
+    """Turn an error raised while a job reads the parts' results (merging or rendering them) into one line.
+
+    Raises:
+        UsageError: for any of :data:`RESULT_ERRORS` raised in the block, naming ``where`` and the error.
+    """
+    from lerobot_tools.errors import one_line
+
+    try:
+        yield
+    except RESULT_ERRORS as exc:
+        raise UsageError(f"the parts hold a result lrtool cannot read ({one_line(exc, typed=True)}): a part was "
+                         "edited, or written by another version of lrtool", where) from None

@@ -9,7 +9,9 @@ The Hub's rate limits are per IP address or per user, not per process, so each t
 ``budget_fraction / concurrent`` of every bucket, where ``concurrent`` is the number of tasks that may run
 at once (``--workers``, else ``--tasks``; WORLD for ``--shard``): the whole run stays within one process's
 budget. A task runs all its repos in one prefetch (shared threads and budget). Tasks read the lock file but
-never write it; the merge writes it once with every resolved commit, and sums the requests, 429s and waits.
+never write it; the merge sums the requests, 429s and waits, and the process that merges writes the lock once
+with every resolved commit, at the path its own command line names (the launching command's ``--lock`` or the
+default beside its mixture; ``lrtool report DIR --lock FILE``): never at a path read from the run folder.
 """
 
 from __future__ import annotations
@@ -137,13 +139,12 @@ class PrefetchJob:
         return None
 
     def merge(self, spec: dict, datasets: list) -> Any:
-        """The :class:`~lerobot_tools.prefetch.report.PrefetchReport` of the whole run; writes the lock file."""
+        """The :class:`~lerobot_tools.prefetch.report.PrefetchReport` of the whole run (the lock file is written by
+        :meth:`write_outputs`)."""
         from lerobot_tools import _env
-        from lerobot_tools.prefetch.lock import LockFile, default_lock_path
         from lerobot_tools.prefetch.report import PrefetchReport
 
         o = _options(spec, task=False)
-        mixture = Path(spec["mixture"])
         results = [result_from_dict(d.whole["result"]) for d in datasets]
         tasks = [d.whole["task"] for d in datasets if "task" in d.whole]
         offline = _env.hub_offline() if o.offline is None else bool(o.offline)
@@ -160,24 +161,39 @@ class PrefetchJob:
         if len(tasks) > 1 and not offline:
             notes.append(f"{len(tasks)} tasks shared the request budget, each taking 1/{spec['concurrent']} of "
                          "every bucket (the limits shown are one task's)")
-        lock_path = (o.lock_path if o.lock_path is not None else default_lock_path(mixture)) if o.use_lock else None
         report = PrefetchReport(Path(spec["mixture_arg"]), results,
                                 next((t["endpoint"] for t in tasks if t.get("endpoint")), None), offline, o.dry_run,
-                                lock_path, False, sum(t["requests"] for t in tasks),
+                                None, False, sum(t["requests"] for t in tasks),
                                 max((t["seconds"] for t in tasks), default=0.0), notes, budgets)
-        if lock_path is not None and not o.dry_run and not offline:
-            lock = LockFile.read(lock_path)
-            jobs = _jobs(spec)
-            lock.retain({job.key for job in jobs if job.repo_id})
-            for job, res in zip(jobs, results):
-                if job.repo_id and res.commit and res.status != "error":
-                    lock.set(job.repo_id, job.revision, res.commit)
-            lock.endpoint = report.endpoint
-            try:
-                report.lock_written = lock.write()
-            except OSError as exc:
-                report.notes.append(f"lock file {lock.path} not written ({exc.strerror or exc})")
         return report
+
+    def write_outputs(self, result: Any, spec: dict, outputs: dict) -> list[str]:
+        """Write the lock file at ``outputs["lock"]`` (a path from the command line of the process that merges)
+        with every commit the tasks resolved; without it (``lrtool report`` given no ``--lock``) note that none
+        was written. Nothing on a dry or offline run, or with ``--no-lock``."""
+        from lerobot_tools.prefetch.lock import LockFile
+
+        o = _options(spec, task=False)
+        if not o.use_lock or o.dry_run or result.offline:
+            return []
+        path = outputs.get("lock")
+        if path is None:
+            result.notes.append("lock file not written: `lrtool report DIR --lock FILE` writes it (a run folder "
+                                "never names a file lrtool writes outside it)")
+            return []
+        lock = LockFile.read(Path(path))
+        jobs = _jobs(spec)
+        lock.retain({job.key for job in jobs if job.repo_id})
+        for job, res in zip(jobs, result.results):
+            if job.repo_id and res.commit and res.status != "error":
+                lock.set(job.repo_id, job.revision, res.commit)
+        lock.endpoint = result.endpoint
+        result.lock_path = Path(path)
+        try:
+            result.lock_written = lock.write()
+        except OSError as exc:
+            result.notes.append(f"lock file {lock.path} not written ({exc.strerror or exc})")
+        return []
 
     def report(self, result: Any, render: dict, out: IO[str]) -> int:
         import json

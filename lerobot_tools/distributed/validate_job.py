@@ -242,20 +242,37 @@ class ValidateJob:
             check_across(groups, reports, options)
         return reports
 
-    def report(self, result: list[DatasetReport], render: dict, out: IO[str]) -> int:
-        """Apply ``--write-baseline`` / ``--baseline`` from ``render``, print, return validate's exit status."""
+    def write_outputs(self, result: list[DatasetReport], spec: dict, outputs: dict) -> list[str]:
+        """``--write-baseline`` (a path from the command line of the process that merges): record every finding.
+
+        Raises:
+            UsageError: the baseline cannot be written (one line).
+        """
         from pathlib import Path
 
-        from lerobot_tools.report import exit_status, render_json, render_text
-        from lerobot_tools.validate import apply_baseline, record_baseline
+        from lerobot_tools.errors import UsageError
+        from lerobot_tools.validate import record_baseline
 
-        if render.get("write_baseline"):
-            n = record_baseline(result, Path(render["write_baseline"]))
-            import sys
+        path = outputs.get("write_baseline")
+        if path is None:
+            return []
+        try:
+            n = record_baseline(result, Path(path))
+        except OSError as exc:
+            raise UsageError(f"cannot write the baseline ({exc.strerror or exc})", path) from None
+        return [f"recorded {n} finding(s) in {path}"]
 
-            print(f"recorded {n} finding(s) in {render['write_baseline']}", file=sys.stderr)
-        if render.get("baseline"):
-            apply_baseline(result, Path(render["baseline"]))
+    def report(self, result: list[DatasetReport], render: dict, out: IO[str]) -> int:
+        """Mark the findings of the launching command's ``--baseline`` (``render["baseline_known"]``: their
+        fingerprints, recorded in the run folder's ``render.json``) as known, print, return validate's exit status."""
+        from lerobot_tools.report import exit_status, fingerprint, render_json, render_text
+        from lerobot_tools.validate import _stable
+
+        if render.get("baseline_known") is not None:
+            known = set(render["baseline_known"])
+            for r in result:
+                for f in r.findings:
+                    f.known = fingerprint(r.target, _stable(f)) in known
         if render.get("format") == "json":
             render_json(result, out)
         else:

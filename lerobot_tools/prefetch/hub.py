@@ -472,7 +472,8 @@ class HubClient:
             path -> :class:`TreeFile` (directories dropped).
 
         Raises:
-            HubError: as :meth:`resolve_revision`, or a page that is not a JSON list.
+            HubError: as :meth:`resolve_revision`, a page that is not a JSON list, or a file entry that cannot be
+                used (no string path, a negative or non-integer size, a hash that is not a string).
         """
         url: str | None = f"{self.endpoint}/api/datasets/{repo_id}/tree/{quote(commit, safe='')}"
         params: dict | None = {"recursive": "true", "expand": "false"}
@@ -502,12 +503,17 @@ class HubClient:
             items, url = self.call("GET", url, kind="tree", stats=stats, what=what, params=params, consume=consume)
             params = None
             for item in items:
-                if isinstance(item, dict) and item.get("type") == "file" and isinstance(item.get("path"), str):
-                    try:
-                        tf = TreeFile.from_api(item)
-                    except (TypeError, ValueError):
-                        continue
-                    files[tf.path] = tf
+                if not (isinstance(item, dict) and item.get("type") == "file"):
+                    continue  # a directory (or a kind this client does not fetch)
+                try:
+                    if not isinstance(item.get("path"), str):
+                        raise ValueError("its path is not a string")
+                    tf = TreeFile.from_api(item)
+                except (TypeError, ValueError) as exc:
+                    # an impossible entry (a size of -5, a hash that is not a string) makes the whole listing
+                    # untrustworthy: dropping the file would report the repo complete without it
+                    raise HubError(f"{what}: a file entry cannot be used ({one_line(exc)})") from None
+                files[tf.path] = tf
         return files
 
     def file_url(self, repo_id: str, commit: str, path: str) -> str:

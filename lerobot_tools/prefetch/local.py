@@ -40,6 +40,24 @@ HF_DIR = Path(".cache") / "huggingface"
 _CHUNK = 1 << 20
 
 
+def _whole(value, item: dict) -> int:
+    """``value`` as a whole number of bytes (an int, a float without fraction, or decimal text).
+
+    Raises:
+        ValueError: ``True``/``False``, a fraction, NaN or infinity, or text that is not an integer.
+        TypeError: another type (a list, an object).
+    """
+    what = f"tree entry {item.get('path')!r}: size {str(value)[:40]!r} is not a whole number"
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(what)
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(what) from None
+    except TypeError:
+        raise TypeError(what) from None
+
+
 @dataclass(frozen=True)
 class TreeFile:
     """One file of a repo tree listing (``GET /api/datasets/{repo}/tree/{rev}?recursive=true``).
@@ -76,7 +94,15 @@ class TreeFile:
 
     @classmethod
     def from_json(cls, path: str, info: dict) -> "TreeFile":
-        return cls(path=path, size=int(info["size"]), blob_id=str(info.get("blob_id") or ""),
+        """Inverse of :meth:`to_json` (a cached listing).
+
+        Raises:
+            ValueError, TypeError, KeyError: a size that is not a non-negative whole number, a missing size.
+        """
+        size = _whole(info["size"], {"path": path})
+        if size < 0:
+            raise ValueError(f"cached tree entry {path!r}: negative size")
+        return cls(path=path, size=size, blob_id=str(info.get("blob_id") or ""),
                    lfs_sha256=info.get("lfs_sha256"), lfs_size=info.get("lfs_size"), xet_hash=info.get("xet_hash"))
 
     @classmethod
@@ -91,8 +117,8 @@ class TreeFile:
         if lfs is not None and not isinstance(lfs, dict):
             raise ValueError(f"tree entry {item.get('path')!r}: 'lfs' is not an object")
         lfs = lfs or {}
-        size, lfs_size = int(item.get("size") or 0), lfs.get("size")
-        lfs_size = int(lfs_size) if lfs_size is not None else None
+        size, lfs_size = _whole(item.get("size") or 0, item), lfs.get("size")
+        lfs_size = _whole(lfs_size, item) if lfs_size is not None else None
         if size < 0 or (lfs_size is not None and lfs_size < 0):
             raise ValueError(f"tree entry {item.get('path')!r}: negative size")
         for value in (lfs.get("oid"), item.get("xetHash")):
