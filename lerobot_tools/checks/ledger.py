@@ -82,7 +82,9 @@ def _converter_signature(ctx: CheckContext) -> None:
     ds = ctx.dataset
     by_ep = {e.episode_index: e for e in ds.episodes}
     files = [df for df in ctx.data_files]
-    if len(files) < 2 or any(by_ep.get(i) is None or by_ep[i].length is None for df in files for i in df.episodes):
+    # data files found by the loader's glob behind a template that cannot name them (F001's note) carry no
+    # episode list: nothing ties their rows to the ledger
+    if len(files) < 2 or any(not df.episodes for df in files) or any(by_ep.get(i) is None or by_ep[i].length is None for df in files for i in df.episodes):
         return
     claimed = [sum(by_ep[i].length for i in df.episodes) for df in files]
     last = [by_ep[max(df.episodes)].length for df in files]

@@ -73,6 +73,8 @@ def report_to_dict(r: DatasetReport) -> dict[str, Any]:
         d = asdict(r)
     finally:
         r.curation = facts
+    for f in d["findings"]:  # JSON has no tuple: the part holds exactly what reading it back gives
+        f["episodes"] = list(f["episodes"])
     d["curation"] = None if facts is None else {
         "license": facts.license, "dims": facts.dims,
         "signatures": [[e, s.to_dict()] for e, s in facts.signatures]}
