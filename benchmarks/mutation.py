@@ -141,7 +141,7 @@ def _selection(args: list[str], exclude: list[str]) -> list[str]:
 
 def _write_config(work: Path, module: str, selection: list[str]) -> None:
     lines = ["[mutmut]", "source_paths = lerobot_tools", f"only_mutate = {module}", "also_copy =",
-             "    fixtures", "    docs", "    README.md", "pytest_add_cli_args_test_selection ="]
+             "    docs", "    README.md", "pytest_add_cli_args_test_selection ="]
     lines += [f"    {a}" for a in selection]
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q",
               # a mutant that loops forever is a timeout after 3x its tests' normal time + 60 s (default 15x + 1 s:
@@ -199,10 +199,12 @@ def run_module(name: str, workdir: Path, exclude: list[str], max_children: int, 
     work.mkdir(parents=True)
     for item in COPY:
         src = REPO / item
-        if src.is_dir():
-            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if src.is_dir():  # symlinks kept as symlinks: a fixture's symlink out of its dataset is its defect (F013)
+            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), symlinks=True)
         else:
             shutil.copy2(src, work / item)
+    # mutmut copies its also_copy folders with symlinks followed; the fixtures go into its tree first, links kept
+    shutil.copytree(work / "fixtures", work / "mutants" / "fixtures", symlinks=True)
     selection = _selection(args, exclude)
     _write_config(work, module, selection)
     t0 = time.perf_counter()

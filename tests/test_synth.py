@@ -613,6 +613,10 @@ def defect_present(name: str) -> bool:
         return all(abs(r[f"{k}/to_timestamp"] - r[f"{k}/from_timestamp"] - (r["length"] - 1) / 30) < 1e-9 for r in rows)
     if name == "broken_splits":
         return _info(name)["splits"] == {"train": "0:1", "test": "2:4"} and _info(name)["total_episodes"] == 2
+    if name == "broken_data_symlink_out":
+        real = FIXTURES / "real" / "h264-pandas3" / "data"
+        return (d / "data").is_symlink() and (d / "data").resolve() == real.resolve() and (d / "meta").is_dir() \
+            and not (d / "meta").is_symlink()
     if name.startswith("mixpart_"):
         return _mixpart_present(name)
     raise AssertionError(f"no probe for fixture {name}")

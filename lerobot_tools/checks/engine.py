@@ -13,7 +13,9 @@ import time
 from typing import Callable
 
 from lerobot_tools._memory import release_freed
-from lerobot_tools.checks import counts, deep, files, info, rowgroups, schema, stats, targets, tasks, videos
+from lerobot_tools.checks import (
+    counts, deep, files, info, rowgroups, schema, stats, symlinks, targets, tasks, videos,
+)
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
 from lerobot_tools.dataset.model import INFO_PATH, Dataset, NotADatasetError
@@ -33,6 +35,7 @@ def _families() -> list[tuple[str, Family]]:
         ("I", info.run),
         ("C", counts.run_metadata),
         ("T", tasks.run),
+        ("F", symlinks.run),
         ("F", files.run),
         ("T", tasks.run_data),
         ("C", counts.run_data),
