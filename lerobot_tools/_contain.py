@@ -35,6 +35,10 @@ from lerobot_tools.errors import LrtoolError
 SKIPPED_DIRS = frozenset({".git", ".lrtool"})
 
 
+#: the refusal stops looking after this many links out (its message says "999+ other symlink(s)")
+REFUSAL_SCAN_LIMIT = 1000
+
+
 class EscapingSymlink(LrtoolError):
     """A command that writes into a dataset refused it: a symlink below the dataset leads outside it."""
 
@@ -131,7 +135,7 @@ def _walk(root: Path):
             continue
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
         yield rel, entry
-        if not entry.is_symlink() and entry.is_dir(follow_symlinks=False):
+        if entry.is_dir(follow_symlinks=False):  # a symlinked folder is not entered
             stack.append((rel, iter(_entries(entry.path))))
 
 
@@ -149,13 +153,13 @@ def refuse_escaping_symlinks(root: str | os.PathLike, what: str) -> None:
         EscapingSymlink: one line naming the first link out, where it leads, how many others there are, and what
             to do; nothing has been written.
     """
-    found = escaping_symlinks(root, limit=1000)
+    found = escaping_symlinks(root, limit=REFUSAL_SCAN_LIMIT)
     if not found:
         return
     first = found[0]
     more = len(found) - 1
-    others = (f" (and {more}{'+' if len(found) >= 1000 else ''} other symlink(s) out, e.g. {found[1].relpath})"
-              if more else "")
+    plus = "+" if len(found) >= REFUSAL_SCAN_LIMIT else ""  # the scan stopped: there may be more
+    others = f" (and {more}{plus} other symlink(s) out, e.g. {found[1].relpath})" if more else ""
     raise EscapingSymlink(f"{first.describe()}{others}; lrtool does not {what} through a symlink out of the dataset "
                           "(it would change files of another folder, under this dataset's lock only); nothing was "
                           "changed: replace the link with a copy of what it points to", root)

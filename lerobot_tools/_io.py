@@ -223,9 +223,7 @@ def replaceable_problem(target: str | os.PathLike, *, regular_only: bool = False
     target = Path(target)
     try:
         st = os.lstat(target)
-    except FileNotFoundError:
-        st = None
-    except NotADirectoryError:
+    except (FileNotFoundError, NotADirectoryError):  # absent, or below something that is not a folder
         st = None
     except OSError as exc:
         return f"cannot be checked ({exc.strerror or exc})"

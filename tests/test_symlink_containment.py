@@ -326,3 +326,32 @@ def test_is_inside_and_walk_root(tmp_path):
     os.symlink(tmp_path / "dsx", tmp_path / "ds" / "out")
     assert _contain.walk_root(tmp_path / "ds", "data") and not _contain.walk_root(tmp_path / "ds", "out")
     assert not _contain.walk_root(tmp_path / "ds", "missing")
+
+
+def test_refusal_counts_the_other_links_out_and_says_when_it_stopped_looking(tmp_path, monkeypatch):
+    from lerobot_tools import _contain
+
+    monkeypatch.setattr(_contain, "REFUSAL_SCAN_LIMIT", 3)
+    root = tmp_path / "ds"
+    root.mkdir()
+    for n, expected in ((1, ""), (2, " (and 1 other symlink(s) out, e.g. l1)"),
+                        (3, " (and 2+ other symlink(s) out, e.g. l1)"), (5, " (and 2+ other symlink(s) out, e.g. l1)")):
+        for i in range(n):
+            if not os.path.lexists(root / f"l{i}"):
+                os.symlink("/", root / f"l{i}")
+        with pytest.raises(_contain.EscapingSymlink) as exc:
+            _contain.refuse_escaping_symlinks(root, "reshard")
+        assert exc.value.message.startswith(f"l0 is a symlink to / (folder), outside the dataset{expected}; "), n
+
+
+def test_containment_root_widens_only_to_a_hub_repository_folder(tmp_path):
+    from lerobot_tools import _contain
+
+    for parts, blobs, widened in ((("x", "snapshots", "ds"), False, False), (("y", "other", "ds"), True, False),
+                                  (("z", "snapshots", "ds"), True, True)):
+        root = tmp_path.joinpath(*parts)
+        root.mkdir(parents=True)
+        if blobs:
+            (root.parent.parent / "blobs").mkdir()
+        assert _contain.containment_root(root) == (root.parent.parent if widened else root).resolve(), parts
+    assert _contain.is_inside("/etc", "/") and _contain.is_inside("/", "/")
