@@ -260,3 +260,21 @@ def test_part_out_is_written_only_as_a_regular_file(in_tmp):
     assert res.exit_code == 2, res.output
     assert "part.json: part result is a symlink (to" in res.output and "Traceback" not in res.output
     assert os.readlink("part.json") == "kept.json" and (in_tmp / "kept.json").read_text() == "keep"
+
+
+def test_prefetch_refuses_a_lock_file_it_could_not_write_before_any_request(tmp_path, isolated_hub_env):
+    from lerobot_tools.prefetch import PrefetchOptions, prefetch
+    from tests.hubserver import HubServer, read_folder
+
+    (tmp_path / "kept.lock").write_text(json.dumps({"lrtool_lock": 1, "entries": {}}))
+    os.symlink("kept.lock", tmp_path / "mixture.lock")  # the default lock of mixture.txt
+    mix = tmp_path / "mixture.txt"
+    mix.write_text("org/v21\n")
+    with HubServer() as srv:
+        srv.add_repo("org/v21", read_folder(CLEAN))
+        opts = PrefetchOptions(local_dir_root=tmp_path / "out", endpoint=srv.url, progress=False)
+        with pytest.raises(UsageError) as exc:
+            prefetch(mix, opts)
+        assert srv.total() == 0  # refused before the first request, not after every download
+    assert str(exc.value).startswith(f"{tmp_path / 'mixture.lock'}: lock file is a symlink (to ")
+    assert not (tmp_path / "out").exists() and os.readlink(tmp_path / "mixture.lock") == "kept.lock"
