@@ -355,3 +355,45 @@ def test_containment_root_widens_only_to_a_hub_repository_folder(tmp_path):
             (root.parent.parent / "blobs").mkdir()
         assert _contain.containment_root(root) == (root.parent.parent if widened else root).resolve(), parts
     assert _contain.is_inside("/etc", "/") and _contain.is_inside("/", "/")
+
+
+def test_f013_message_whole_and_the_scan_skipped_when_f013_is_not_selected(tmp_path, monkeypatch):
+    from lerobot_tools.checks import symlinks
+
+    ds, other = linked_pair(tmp_path, "clean_v21")
+    (f,) = findings(ds, "F013")
+    assert f.message == (f"folder is a symlink to {other / 'data'}, outside the dataset: loaders read through it, "
+                         "lrtool does not write through it (repair and reshard refuse the dataset) nor look there for "
+                         "unreferenced files")
+
+    def no_scan(*a, **k):
+        raise AssertionError("scanned for links although F013 is not selected")
+
+    monkeypatch.setattr(symlinks, "escaping_symlinks", no_scan)
+    rep = validate_target(target(ds), ValidateOptions(ignore={"F013"}))
+    assert not [x for x in rep.findings if x.check == "F013"]
+
+
+def test_f013_says_when_it_stopped_listing_links(tmp_path, monkeypatch):
+    from lerobot_tools.checks import symlinks
+
+    monkeypatch.setattr(symlinks, "MAX_REPORTED", 2)
+    ds, other = tmp_path / "ds", tmp_path / "other"
+    shutil.copytree(DATASETS / "clean_v21", other)
+    shutil.copytree(DATASETS / "clean_v21", ds)
+    for p in sorted((ds / "data" / "chunk-000").iterdir())[:2]:
+        p.unlink()
+        os.symlink(other / "data" / "chunk-000" / p.name, p)
+    rep = validate_target(target(ds), ValidateOptions())
+    assert [(f.check, f.count) for f in rep.findings if f.check == "F013"] == [("F013", 2)]
+    assert [(n.checks, n.reason) for n in rep.not_checked if "F013" in n.checks] == [
+        ("F013 (other symlinks)", "only the first 2 symlinks out of the dataset are listed")]
+    p = sorted((ds / "data" / "chunk-000").iterdir())[2]  # a third link: still 2 listed
+    p.unlink()
+    os.symlink(other / "data" / "chunk-000" / p.name, p)
+    rep = validate_target(target(ds), ValidateOptions())
+    assert [(f.check, f.count) for f in rep.findings if f.check == "F013"] == [("F013", 2)]
+    monkeypatch.setattr(symlinks, "MAX_REPORTED", 4)  # 3 of at most 4: all listed, nothing said
+    rep = validate_target(target(ds), ValidateOptions())
+    assert [(f.check, f.count) for f in rep.findings if f.check == "F013"] == [("F013", 3)]
+    assert not [n for n in rep.not_checked if "F013" in n.checks]
