@@ -278,3 +278,15 @@ def test_prefetch_refuses_a_lock_file_it_could_not_write_before_any_request(tmp_
         assert srv.total() == 0  # refused before the first request, not after every download
     assert str(exc.value).startswith(f"{tmp_path / 'mixture.lock'}: lock file is a symlink (to ")
     assert not (tmp_path / "out").exists() and os.readlink(tmp_path / "mixture.lock") == "kept.lock"
+
+
+def test_write_output_text_refuses_a_symlink_that_appears_after_the_check(tmp_path, monkeypatch):
+    # the check before the write and the write itself each refuse: a link made between the two is not followed
+    (tmp_path / "kept.json").write_text("keep")
+    os.symlink("kept.json", tmp_path / "b.json")
+    monkeypatch.setattr(_io, "check_output_file", lambda *a, **k: None)
+    with pytest.raises(UsageError) as exc:
+        _io.write_output_text(tmp_path / "b.json", "x", "baseline file", error=UsageError)
+    assert str(exc.value) == (f"{tmp_path / 'b.json'}: baseline file is a symlink (to {tmp_path / 'kept.json'}); "
+                              "lrtool writes this file only as a regular file: give the path of a regular file")
+    assert os.readlink(tmp_path / "b.json") == "kept.json" and (tmp_path / "kept.json").read_text() == "keep"

@@ -115,18 +115,14 @@ def plan_moves(rc: RepairContext, check: str, kind: str, template: str, reloc: R
 def _move_problem(root: Path, pairs: list[tuple[str, str]]) -> str | None:
     """Why the moves ``(destination, source)`` must not be made, or None: a source is itself a symlink (moving the
     link elsewhere changes what a relative link points to; the file it stands for is not the dataset's to move), or
-    a source or the nearest existing folder of a destination resolves outside the dataset (a chunk folder linked
-    out: the file would leave the dataset)."""
+    a source or a destination resolves outside the dataset (a chunk folder linked out: the file would leave the
+    dataset)."""
     base = containment_root(root)
     for dst, src in pairs:
         if os.path.islink(root / src):
             return f"{src} is a symlink, not a file; lrtool moves only regular files"
         if not is_inside(root / src, base):
             return f"{src} resolves outside the dataset (through a symlink)"
-        folder = (root / dst).parent
-        while not os.path.lexists(folder) and folder != root:
-            folder = folder.parent
-        if not is_inside(folder, base):
-            return f"{dst} would be written outside the dataset: {folder.relative_to(root).as_posix()} is a symlink " \
-                   f"to {os.path.realpath(folder)}"
+        if not is_inside(root / dst, base):  # the folders on the way that exist are resolved, links followed
+            return f"{dst} would be written outside the dataset (it resolves to {os.path.realpath(root / dst)})"
     return None
