@@ -398,3 +398,35 @@ def test_f013_says_when_it_stopped_listing_links(tmp_path, monkeypatch):
     rep = validate_target(target(ds), ValidateOptions())
     assert [(f.check, f.count) for f in rep.findings if f.check == "F013"] == [("F013", 3)]
     assert not [n for n in rep.not_checked if "F013" in n.checks]
+
+
+def test_move_files_plan_of_a_misplaced_data_file_in_full(tmp_path):
+    root = tmp_path / "ds"
+    shutil.copytree(DATASETS / "broken_data_elsewhere", root)
+    plan = plan_repair(target(root), RepairOptions(move_files=True, only={"F001"}))
+    assert plan.moves == [Move(src="data/chunk-001/file-002.parquet", dst="data/chunk-000/file-002.parquet",
+                               check="F001")]
+    assert [(r.check, r.summary) for r in plan.repairs] == [
+        ("F001", "move 1 data file(s) from another chunk folder to where data_path points "
+                 "('data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet')")]
+    plain = plan_repair(target(root), RepairOptions())
+    (d,) = [d for d in plain.dispositions if d.finding.check == "F001"]
+    assert (d.reason, d.todo) == ("1 of the 1 missing data file(s) are under another chunk folder; loaders read data "
+                                  "files only where data_path points", "rerun with --move-files to move them there")
+
+
+def test_move_files_refusals_say_what_to_do(tmp_path):
+    root = tmp_path / "ds"
+    shutil.copytree(DATASETS / "broken_data_elsewhere", root)
+    os.symlink("nowhere.parquet", root / "data" / "chunk-000" / "file-002.parquet")
+    (d,) = [d for d in plan_repair(target(root), RepairOptions(move_files=True)).dispositions
+            if d.finding.check == "F001"]
+    assert (d.reason, d.todo) == ("data/chunk-000/file-002.parquet already exists", "move it away, then rerun")
+    os.unlink(root / "data" / "chunk-000" / "file-002.parquet")
+    src = root / "data" / "chunk-001" / "file-002.parquet"
+    src.rename(root / "kept.parquet")
+    os.symlink(Path("..") / ".." / "kept.parquet", src)
+    (d,) = [d for d in plan_repair(target(root), RepairOptions(move_files=True)).dispositions
+            if d.finding.check == "F001"]
+    assert (d.reason, d.todo) == ("data/chunk-001/file-002.parquet is a symlink, not a file; lrtool moves only regular "
+                                  "files", "replace the link with the file it points to, then rerun")
