@@ -78,7 +78,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "templates": ("lerobot_tools/dataset/templates.py", ["tests/test_templates.py", *CHECK_TESTS,
                                                           "tests/test_containment.py", "tests/test_bounded.py"]),
     "safeout": ("lerobot_tools/_safeout.py", ["tests/test_safeout.py", "tests/test_output_hygiene.py"]),
-    "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py", "tests/test_output_files.py"]),
+    "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py",
+                                     "tests/test_output_files.py"]),
     # symlinks out of a dataset: the shared refusal of every writer, the F013 check, the moves of --move-files
     "contain": ("lerobot_tools/_contain.py", ["tests/test_symlink_containment.py"]),
     "checks-symlinks": ("lerobot_tools/checks/symlinks.py", ["tests/test_symlink_containment.py",
