@@ -430,3 +430,15 @@ def test_move_files_refusals_say_what_to_do(tmp_path):
             if d.finding.check == "F001"]
     assert (d.reason, d.todo) == ("data/chunk-001/file-002.parquet is a symlink, not a file; lrtool moves only regular "
                                   "files", "replace the link with the file it points to, then rerun")
+
+
+def test_a_scaled_out_plan_does_not_walk_a_meta_folder_linked_out(tmp_path):
+    """Sizing a split dataset for ``--shard``/``--executor`` counts the bytes under meta/; a meta/ linked out of
+    the dataset (to / at worst) is not walked: it counts 0 while a real meta/ counts its files."""
+    from lerobot_tools.dataset.model import Dataset
+    from lerobot_tools.distributed.validate_job import _meta_bytes
+
+    ds, other = linked_pair(tmp_path, "clean_v30", "meta")
+    real = Dataset(other)
+    assert _meta_bytes(real) == sum(p.stat().st_size for p in (other / "meta").rglob("*") if p.is_file()) > 0
+    assert _meta_bytes(Dataset(ds)) == 0
