@@ -81,7 +81,19 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "templates": ("lerobot_tools/dataset/templates.py", ["tests/test_templates.py", *CHECK_TESTS,
                                                           "tests/test_containment.py", "tests/test_bounded.py"]),
     "safeout": ("lerobot_tools/_safeout.py", ["tests/test_safeout.py", "tests/test_output_hygiene.py"]),
-    "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py"]),
+    "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py",
+                                     "tests/test_output_files.py"]),
+    # symlinks out of a dataset: the shared refusal of every writer, the F013 check, the moves of --move-files
+    "contain": ("lerobot_tools/_contain.py", ["tests/test_symlink_containment.py"]),
+    "checks-symlinks": ("lerobot_tools/checks/symlinks.py", ["tests/test_symlink_containment.py",
+                                                              "tests/test_validate_fixtures.py"]),
+    "repair-moves": ("lerobot_tools/repair/fixes/files.py", ["tests/test_symlink_containment.py",
+                                                              "tests/test_misplaced_files.py", "tests/test_repair.py",
+                                                              "-k", "video_path or move or layout"]),
+    "mixture": ("lerobot_tools/dataset/mixture.py", ["tests/test_bounded_claims.py", "tests/test_containment.py",
+                                                      "tests/test_bounded.py", "tests/test_mixture_lines.py",
+                                                      "tests/test_targets.py", "tests/test_bite_mixture.py",
+                                                      "tests/test_mixture_messages.py"]),
     "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
     "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),
     "checks-files": ("lerobot_tools/checks/files.py", [*CHECK_TESTS, "tests/test_bite_files.py"]),
@@ -153,7 +165,7 @@ def _selection(args: list[str], exclude: list[str]) -> list[str]:
 
 def _write_config(work: Path, module: str, selection: list[str]) -> None:
     lines = ["[mutmut]", "source_paths = lerobot_tools", f"only_mutate = {module}", "also_copy =",
-             "    fixtures", "    docs", "    README.md", "pytest_add_cli_args_test_selection ="]
+             "    docs", "    README.md", "pytest_add_cli_args_test_selection ="]
     lines += [f"    {a}" for a in selection]
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q",
               # a mutant that loops forever is a timeout after 3x its tests' normal time + 60 s (default 15x + 1 s:
@@ -211,10 +223,12 @@ def run_module(name: str, workdir: Path, exclude: list[str], max_children: int, 
     work.mkdir(parents=True)
     for item in COPY:
         src = REPO / item
-        if src.is_dir():
-            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if src.is_dir():  # symlinks kept as symlinks: a fixture's symlink out of its dataset is its defect (F013)
+            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), symlinks=True)
         else:
             shutil.copy2(src, work / item)
+    # mutmut copies its also_copy folders with symlinks followed; the fixtures go into its tree first, links kept
+    shutil.copytree(work / "fixtures", work / "mutants" / "fixtures", symlinks=True)
     selection = _selection(args, exclude)
     _write_config(work, module, selection)
     t0 = time.perf_counter()

@@ -209,24 +209,76 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def replaceable_problem(target: str | os.PathLike, *, regular_only: bool = False) -> str | None:
+    """Why ``target`` must not be replaced by a file lrtool writes, or None (see :func:`atomic_path`).
+
+    An existing ``target`` must be a regular file, or (unless ``regular_only``) a symlink, which is replaced
+    itself, never the file it points to (a Hub snapshot's links into ``blobs/``): a device, a FIFO, a socket or a
+    folder is never replaced. With ``regular_only`` (output files named on the command line) a symlink is
+    refused too. A missing ``target`` needs an existing, writable folder.
+
+    Returns:
+        The problem as the end of a sentence about the file (``"is a FIFO, not a regular file; ..."``), or None.
+    """
+    target = Path(target)
+    try:
+        st = os.lstat(target)
+    except (FileNotFoundError, NotADirectoryError):  # absent, or below something that is not a folder
+        st = None
+    except OSError as exc:
+        return f"cannot be checked ({exc.strerror or exc})"
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            if regular_only:
+                return (f"is a symlink (to {os.path.realpath(target)}); lrtool writes this file only as a regular "
+                        "file: give the path of a regular file")
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return f"is {_kind(st.st_mode)}, not a regular file; lrtool replaces only regular files"
+        return None
+    parent = target.parent
+    try:
+        pst = os.stat(parent)
+    except FileNotFoundError:
+        return f"cannot be written: the folder {parent} does not exist"
+    except NotADirectoryError:
+        return f"cannot be written: {parent} is not a folder"
+    except OSError as exc:
+        return f"cannot be written: the folder {parent} cannot be reached ({exc.strerror or exc})"
+    if not stat.S_ISDIR(pst.st_mode):
+        return f"cannot be written: {parent} is not a folder"
+    effective = {"effective_ids": True} if os.access in os.supports_effective_ids else {}
+    if not os.access(parent, os.W_OK | os.X_OK, **effective):
+        return f"cannot be written: the folder {parent} is not writable (read-only or no permission)"
+    return None
+
+
 @contextlib.contextmanager
 def atomic_path(target: Path, *, verify: Callable[[Path], None] | None = None,
-                keep_mode: bool = True) -> Iterator[Path]:
+                keep_mode: bool = True, regular_only: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``target``; on success fsync, verify and atomically replace.
 
     The caller writes the new content to the yielded path. If the block raises, or ``verify(tmp)``
     raises, the temporary file is removed and ``target`` is left untouched.
 
     Args:
-        target: the file to replace (it need not exist yet).
+        target: the file to replace (it need not exist yet). An existing device, FIFO, socket or folder is never
+            replaced; a symlink is replaced itself, never what it points to (:func:`replaceable_problem`).
         verify: called with the temporary path after fsync; raise to abort the replacement.
         keep_mode: copy the permission bits of an existing ``target`` to the new file.
+        regular_only: refuse a ``target`` that is a symlink too (output files named on the command line).
 
     Raises:
-        OSError: the folder is not writable, the disk is full, ... (target untouched).
+        LrtoolError: ``target`` is not a file lrtool replaces (nothing written).
+        OSError: the folder is not writable, the disk is full, ... (target untouched); it names ``target``, never
+            the temporary file.
     """
     target = Path(target)
     tmp: Path | None = None
+    if os.path.lexists(target):
+        problem = replaceable_problem(target, regular_only=regular_only)
+        if problem:
+            raise LrtoolError(problem, target)
     try:
         # The name is set before the file exists (tempfile.mkstemp returns it only after creating the file), so
         # a Ctrl-C/SIGTERM raised at any point after the file was created finds it to remove.
@@ -237,6 +289,9 @@ def atomic_path(target: Path, *, verify: Callable[[Path], None] | None = None,
                 break
             except FileExistsError:
                 tmp = None
+            except OSError as exc:  # no such folder, read-only, no permission: say so of the target
+                tmp = None
+                raise OSError(exc.errno, exc.strerror, str(target)) from None
         else:
             raise FileExistsError(f"cannot create a temporary file next to {target}")
         yield tmp
@@ -264,6 +319,43 @@ def atomic_write_bytes(target: Path, data: bytes) -> None:
 def atomic_write_text(target: Path, text: str) -> None:
     """Write UTF-8 ``text`` to ``target`` atomically (see :func:`atomic_path`)."""
     atomic_write_bytes(Path(target), text.encode("utf-8"))
+
+
+def check_output_file(path: str | os.PathLike, what: str, *, error: type[LrtoolError] = LrtoolError) -> None:
+    """Refuse an output file named on the command line (``--write-baseline``, ``--part-out``, ``--lock``) that
+    cannot be written as a regular file, before any work is done (:func:`replaceable_problem` with
+    ``regular_only``).
+
+    Args:
+        path: the file.
+        what: what it is, for the message (``"baseline file"``).
+        error: the error raised.
+
+    Raises:
+        ``error``: one line naming the file: a device, FIFO, socket, folder or symlink there, or no writable folder.
+    """
+    problem = replaceable_problem(path, regular_only=True)
+    if problem:
+        raise error(f"{what} {problem}", path)
+
+
+def write_output_text(path: str | os.PathLike, text: str, what: str, *,
+                      error: type[LrtoolError] = LrtoolError) -> None:
+    """Write UTF-8 ``text`` to an output file named on the command line, atomically and only as a regular file
+    (:func:`check_output_file`, then :func:`atomic_path` with ``regular_only``).
+
+    Raises:
+        ``error``: one line naming ``path`` and the problem (not a regular file, no such folder, read-only,
+            disk full...); the file is untouched.
+    """
+    check_output_file(path, what, error=error)
+    try:
+        with atomic_path(Path(path), regular_only=True) as tmp:
+            tmp.write_bytes(text.encode("utf-8"))
+    except LrtoolError as exc:
+        raise error(f"{what} {exc.message}", path) from None
+    except OSError as exc:
+        raise error(f"{what} cannot be written ({exc.strerror or exc})", path) from None
 
 
 def clean_stale_temps(root: Path, *, dry_run: bool = False) -> list[Path]:

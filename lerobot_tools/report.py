@@ -33,8 +33,14 @@ def fingerprint(target: str, f: Finding) -> str:
 
 
 def write_baseline(path: Path, entries: list[tuple[str, Finding]]) -> None:
-    """Record today's findings (``--write-baseline``) as a JSON file, atomically."""
-    from lerobot_tools._io import atomic_write_text
+    """Record today's findings (``--write-baseline``) as a JSON file, atomically, only as a regular file
+    (:func:`lerobot_tools._io.write_output_text`).
+
+    Raises:
+        UsageError: one line naming ``path``: it is a device, FIFO, socket, folder or symlink, its folder does not
+            exist or is not writable, or the write failed (the file is untouched).
+    """
+    from lerobot_tools._io import write_output_text
 
     doc = {
         "lrtool_baseline": 1,
@@ -44,7 +50,7 @@ def write_baseline(path: Path, entries: list[tuple[str, Finding]]) -> None:
             key=lambda d: (d["target"], d["check"], d["path"] or "", d["message"]),
         ),
     }
-    atomic_write_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    write_output_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n", "baseline file", error=UsageError)
 
 
 def read_baseline(path: Path) -> set[str]:
@@ -52,7 +58,7 @@ def read_baseline(path: Path) -> set[str]:
 
     Raises:
         UsageError: the file is missing, not a regular file of at most 64 MiB, not JSON, or not a baseline written
-            by ``--write-baseline``.
+            by ``--write-baseline`` (every entry of ``findings`` an object with a string ``fingerprint``).
     """
     from lerobot_tools._io import load_json_file
 
@@ -64,7 +70,14 @@ def read_baseline(path: Path) -> set[str]:
         raise UsageError(f"baseline file cannot be read ({exc.strerror or exc})", path) from None
     if not isinstance(doc, dict) or doc.get("lrtool_baseline") != 1 or not isinstance(doc.get("findings"), list):
         raise UsageError("not an lrtool baseline file (written by --write-baseline)", path)
-    return {e["fingerprint"] for e in doc["findings"] if isinstance(e, dict) and "fingerprint" in e}
+    out: set[str] = set()
+    for i, e in enumerate(doc["findings"]):
+        if not isinstance(e, dict) or not isinstance(e.get("fingerprint"), str):
+            got = type(e.get("fingerprint")).__name__ if isinstance(e, dict) else type(e).__name__
+            raise UsageError(f"findings[{i}] has no string fingerprint (got {got}); not a baseline written by "
+                             "--write-baseline", path)
+        out.add(e["fingerprint"])
+    return out
 
 
 # ---------------------------------------------------------------------- reporters

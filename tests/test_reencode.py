@@ -211,30 +211,23 @@ def test_no_write_through_a_symlinked_folder(tmp_path):
     assert reasons == {".lrtool/reencode is a symlink: reencode writes only real files and folders inside the dataset"}
     assert _listing(outside) == {} and _tree(root) == before
 
-    # meta -> elsewhere: the videos are re-encoded, but info.json (outside the dataset) is not rewritten
-    root = _copy(FIXTURES / "datasets/clean_v21", tmp_path / "m")
-    meta = tmp_path / "outside-meta"
-    shutil.move(root / "meta", meta)
-    (root / "meta").symlink_to(meta)
-    kept = _listing(meta)
-    run = reencode([str(root)], ReencodeOptions(codec="hevc"))
-    assert {f.status for f in run.files()} == {"reencoded"}
-    assert run.datasets[0].error == ("meta/info.json not updated: meta is a symlink: reencode writes only real files "
-                                     "and folders inside the dataset")
-    assert _listing(meta) == kept and (root / "meta").is_symlink()
-
-    # videos -> elsewhere: its files are refused one by one, and the folder is not swept
-    root = _copy(FIXTURES / "datasets/clean_v21", tmp_path / "v")
-    videos = tmp_path / "outside-videos"
-    shutil.move(root / "videos", videos)
-    (root / "videos").symlink_to(videos)
-    (videos / ".lrtool-tmp-0badf00d-someone-elses.mp4").write_bytes(b"not ours")
-    kept = _listing(videos)
-    run = reencode([str(root)], ReencodeOptions(codec="hevc"))
-    assert {f.status for f in run.files()} == {"failed"}
-    assert "temporary files not removed: videos is a symlink: reencode writes only real files and folders inside " \
-        "the dataset" in run.datasets[0].notes
-    assert _listing(videos) == kept
+    # meta/ or videos/ -> elsewhere: the dataset is refused before anything is written or swept, as repair and
+    # reshard refuse it (lerobot_tools._contain.refuse_escaping_symlinks)
+    for folder in ("meta", "videos"):
+        root = _copy(FIXTURES / "datasets/clean_v21", tmp_path / folder)
+        elsewhere = tmp_path / f"outside-{folder}"
+        shutil.move(root / folder, elsewhere)
+        (root / folder).symlink_to(elsewhere)
+        if folder == "videos":
+            (elsewhere / ".lrtool-tmp-0badf00d-someone-elses.mp4").write_bytes(b"not ours")
+        kept, before = _listing(elsewhere), _tree(root)
+        for dry in (True, False):
+            run = reencode([str(root)], ReencodeOptions(codec="hevc", dry_run=dry))
+            assert run.files() == [] and run.exit_status != 0
+            err = run.datasets[0].error
+            assert err.startswith(f"{folder} is a symlink to ") and "lrtool does not re-encode through a " \
+                "symlink out of the dataset" in err and "nothing was changed" in err, err
+        assert _listing(elsewhere) == kept and _tree(root) == before and not (root / ".lrtool").exists()
 
 
 def test_undo_restores_info_json_only_from_a_whole_saved_original(tmp_path):

@@ -665,6 +665,10 @@ def defect_present(name: str) -> bool:
         rows = pq.read_table(d / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
         files = {r["episode_index"]: r["data/file_index"] for r in rows}
         return files == {0: 0, 1: 0, 2: 0, 3: 1, 4: 1} and (d / "data/chunk-000/file-002.parquet").is_file()
+    if name == "broken_data_symlink_out":
+        real = FIXTURES / "real" / "h264-pandas3" / "data"
+        return (d / "data").is_symlink() and (d / "data").resolve() == real.resolve() and (d / "meta").is_dir() \
+            and not (d / "meta").is_symlink()
     if name.startswith("mixpart_"):
         return _mixpart_present(name)
     if name in TIMING_CASES:

@@ -437,6 +437,19 @@ _CHECKS = [
           "(lerobot dataset_tools checks round(to * fps) - round(from * fps) == length) disagree by one frame.",
           "Nothing is needed to train; set to_timestamp = from_timestamp + length / fps if such a tool needs it.",
           **_manual("a writer convention loaders accept; nothing to repair")),
+    Check("F013", "symlink-out-of-dataset", WARNING,
+          "A folder or file of the dataset is a symlink that leads outside the dataset.",
+          "Every symlink below the dataset root (data/, videos/, meta/, a chunk folder, a file; .git left out), "
+          "resolved: one that leads outside the dataset is reported. Links of a Hub snapshot into its "
+          "repository's blobs/ folder stay inside and are not reported.",
+          "The loaders open paths and follow the link (lerobot 0.4.4's `load_nested_dataset` and "
+          "`decode_video_frames` read whatever the path resolves to), so the dataset loads, from files that are "
+          "not this dataset's alone: another dataset's data/ linked in is read, and changed, as this one. lrtool "
+          "checks the referenced files through the link but does not look there for unreferenced files, and "
+          "`lrtool repair`, `repair --undo` and `reshard` refuse the dataset before changing a byte.",
+          "Replace the link with a copy of what it points to (or run the tools on the dataset it points into).",
+          **_manual("a symlink out of the dataset: lrtool writes only inside the dataset; replace the link by a "
+                    "copy")),
     Check("F020", "video-frame-times", ERROR, "A video's own frame timestamps are off the 1/fps grid.",
           "Every frame's presentation timestamp, read from the mp4's sample tables (stts, ctts, elst, mdhd/mvhd; "
           "tfdt/trun of a fragmented file with --all-videos) without decoding, against the grid k / fps from 0, and "

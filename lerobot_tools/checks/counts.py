@@ -199,16 +199,37 @@ def _check_splits(ctx: CheckContext, on_disk: int | None) -> None:
                                  for n, what in refs)
             ctx.emit("C008", f"splits[{name!r}] = '{a}:{b}' points past the last episode ({known}); a split-aware "
                      f"reader asks for episodes that do not exist", INFO_PATH, key="splits")
-    covered: set[int] = set()
-    for a, b in ranges.values():
-        covered.update(range(a, min(b, max(n for n, _ in refs))))
-    left = [(n, what, sorted(set(range(n)) - covered)) for n, what in refs]
-    if all(out for _, _, out in left):
-        n, what, out = left[0]
-        shown = ", ".join(map(str, out[:5])) + (f" and {len(out) - 5} more" if len(out) > 5 else "")
+    # the episodes left out as ranges, never one set entry per episode: total_episodes and a split's end are numbers
+    # read from a file (10**30 is a valid JSON integer)
+    left = [(n, what, uncovered(ranges.values(), n)) for n, what in refs]
+    if all(gaps for _, _, gaps in left):
+        n, what, gaps = left[0]
+        count = sum(b - a for a, b in gaps)
+        first = [ep for a, b in gaps for ep in range(a, min(b, a + 6))][:6]
+        shown = ", ".join(map(str, first[:5])) + (f" and {count - 5} more" if count > 5 else "")
         src = "total_episodes" if what == "total_episodes" else what
-        ctx.emit("C008", f"splits leave {len(out)} of the {n} episode(s) of {src} out of every split: episode(s) "
+        ctx.emit("C008", f"splits leave {count} of the {n} episode(s) of {src} out of every split: episode(s) "
                  f"{shown}", INFO_PATH, key="splits")
+
+
+def uncovered(ranges, n: int) -> list[tuple[int, int]]:
+    """The half-open ranges of ``0 .. n - 1`` that none of ``ranges`` (half-open ``(start, end)``) covers, in order.
+
+    Time and memory grow with the number of ranges, not with ``n`` or the ranges' ends.
+    """
+    gaps: list[tuple[int, int]] = []
+    pos = 0
+    for a, b in sorted(ranges):
+        if a >= n:
+            break
+        if b <= a:  # an empty split ('2:2') covers nothing
+            continue
+        if a > pos:
+            gaps.append((pos, a))
+        pos = max(pos, b)
+    if pos < n:
+        gaps.append((pos, n))
+    return gaps
 
 
 def run_data(ctx: CheckContext) -> None:
@@ -273,12 +294,17 @@ def _layout_counts(ctx: CheckContext) -> None:
     """Without episode metadata: info.json's counters against the data files found from ``data_path`` and the
     folders on disk (``ctx.data_layout``). C002 when every file is readable (v2.x: every file ``total_episodes``
     names; v3.0: every file on disk that fits ``data_path``, which is what the v3 loader globs); C001 when v2.x
-    data files exist for episodes past ``total_episodes``."""
+    data files exist for episodes past ``total_episodes``, or when ``total_episodes`` names more files than were
+    looked for (:data:`lerobot_tools.dataset.ondisk.MAX_MISSING_NAMED` more than the files on disk)."""
     ds = ctx.dataset
     layout = ctx.data_layout
     if layout is None:
         return
     total_eps = ds.total("total_episodes")
+    if ds.layout == "v2" and layout.unnamed:
+        ctx.emit("C001", f"total_episodes is {total_eps} but only {len(layout.on_disk)} data file(s) on disk fit "
+                 f"data_path: the files of its first {layout.named} episode(s) are checked, the other "
+                 f"{layout.unnamed} are not looked for", INFO_PATH, key="total_episodes")
     if ds.layout == "v2" and total_eps is not None:
         extra = sorted({ep for df in ctx.data_files if df.relpath not in layout.expected for ep in df.episodes
                         if ep >= total_eps})

@@ -13,8 +13,8 @@ import time
 from typing import Callable
 
 from lerobot_tools._memory import release_freed
-from lerobot_tools.checks import (counts, deep, files, info, ledger, rowgroups, schema, stats, targets, tasks,
-                                 timestamps, videos)
+from lerobot_tools.checks import (counts, deep, files, info, ledger, rowgroups, schema, stats, symlinks, targets,
+                                 tasks, timestamps, videos)
 from lerobot_tools.checks.content import run as content_run
 from lerobot_tools.checks.context import CheckContext, StopChecks, ValidateOptions
 from lerobot_tools.checks.observer import FileObserver
@@ -35,6 +35,7 @@ def _families() -> list[tuple[str, Family]]:
         ("I", info.run),
         ("C", counts.run_metadata),
         ("T", tasks.run),
+        ("F", symlinks.run),
         ("F", files.run),
         ("T", tasks.run_data),
         ("C", counts.run_data),

@@ -328,9 +328,11 @@ def _relocated(ctx: CheckContext, kind: str, template: str, expected: list[str],
 
 
 def _check_images(ctx: CheckContext) -> None:
+    from lerobot_tools._contain import walk_root
+
     ds = ctx.dataset
     images = ds.root / "images"
-    if images.is_dir():
+    if walk_root(ds.root, "images"):  # an images/ linked out of the dataset (F013) is not walked
         n = sum(1 for p in images.rglob("*") if p.is_file())
         if n:
             ctx.emit("F011", f"images/ holds {n} staged frame file(s): the recording may have been interrupted", "images")

@@ -70,6 +70,13 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
     options = ValidateOptions(deep=deep, tolerance_s=tolerance_s, select=sel, ignore=ign,
                               row_group_mb=row_group_mb, world_size=world_size, all_videos=all_videos,
                               content=content, camera_frames=camera_frames)
+    if write_baseline is not None:  # refused before the run, not after it (a FIFO, a device, no such folder)
+        from lerobot_tools._io import check_output_file
+
+        try:
+            check_output_file(write_baseline, "baseline file")
+        except LrtoolError as exc:
+            fail(str(exc))
     if dist is not None:
         if write_keep is not None:
             fail("--write-keep needs every dataset's episodes in one process; it cannot be used with --shard or "

@@ -17,7 +17,9 @@ Two forms are read:
   paths resolve relative to the including file (after symlink resolution); cycles are errors. A ``$ref``
   must be a relative path without ``..`` that resolves (symlinks followed) inside the folder of the
   mixture file named on the command line, and every file read is a regular file of at most 64 MiB
-  (:func:`lerobot_tools._io.load_json_file`). Relative ``root`` values are resolved against the file they
+  (:func:`lerobot_tools._io.load_json_file`); one mixture expands to at most 10,000 includes and 64 MiB of
+  included files in all (:class:`RefBudget`: files that include the next twice would otherwise grow
+  exponentially without a cycle). Relative ``root`` values are resolved against the file they
   are written in. The mixture-level ``dataset_mixture.weights`` (a list parallel to ``datasets``; OpenTau
   ``DatasetMixtureConfig``) and ``action_freq`` (the rate in Hz the datasets are resampled to) are read by
   :func:`read_mixture_spec`.
@@ -136,6 +138,11 @@ class MixtureEntry:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
+MAX_EPISODES = 10_000_000
+"""Most episodes one ``episodes=`` list of a text mixture may name, all its ranges together (the largest LeRobot
+datasets hold tens of thousands of episodes): each is one entry in memory."""
+
+
 #: at most this many frame ranges in one ``trim=`` value (a keep-list writes at most two per episode)
 MAX_TRIM_RANGES = 10_000_000
 
@@ -179,9 +186,10 @@ def parse_episode_spec(text: str) -> list[int]:
     """Parse ``"0-9,12"`` into a sorted list of unique episode indices.
 
     Raises:
-        ValueError: a part is not ``N`` or ``A-B`` with ``A <= B``, or is negative.
+        ValueError: a part is not ``N`` or ``A-B`` with ``A <= B``, or is negative; or the ranges together name
+            more than :data:`MAX_EPISODES` episodes.
     """
-    out: set[int] = set()
+    ranges: list[tuple[int, int]] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
@@ -193,11 +201,20 @@ def parse_episode_spec(text: str) -> list[int]:
         b = int(m.group(2)) if m.group(2) is not None else a
         if b < a:
             raise ValueError(f"bad episode range {part!r} (end before start)")
-        if b - a > 10_000_000:
-            raise ValueError(f"episode range {part!r} is implausibly large")
-        out.update(range(a, b + 1))
-    if not out:
+        ranges.append((a, b + 1))
+    if not ranges:
         raise ValueError("empty episode list")
+    # counted before a single index is built: the ranges' union, overlaps once
+    count, end = 0, 0
+    for a, b in sorted(ranges):
+        count += max(0, b - max(a, end))
+        end = max(end, b)
+    if count > MAX_EPISODES:
+        raise ValueError(f"episode list {text[:40]!r} names {count:,} episodes, more than {MAX_EPISODES:,}; "
+                         "implausibly large")
+    out: set[int] = set()
+    for a, b in ranges:
+        out.update(range(a, b))
     return sorted(out)
 
 
@@ -460,8 +477,52 @@ def _absolutize_roots(obj: Any, base: Path) -> Any:
 MAX_REF_DEPTH = 32
 """Longest chain of ``$ref`` includes followed (deeper chains are refused, like cycles)."""
 
+MAX_REF_INCLUDES = 10_000
+"""Most ``$ref`` includes one mixture file may expand to, all together, a file counted each time it is included:
+without a cycle, files that each include the next twice expand to ``2**levels`` copies."""
 
-def resolve_refs(obj: Any, base: Path, stack: tuple[Path, ...], top: Path | None = None, _level: int = 0) -> Any:
+MAX_REF_BYTES = MAX_JSON_BYTES
+"""Most bytes of included files one mixture file may expand to, all together (64 MiB), a file counted each time it
+is included: the inlined document stays within twice the size cap of one JSON file."""
+
+
+class RefBudget:
+    """What the ``$ref`` includes of one mixture file have used so far (:data:`MAX_REF_INCLUDES`,
+    :data:`MAX_REF_BYTES`), and the files already read (each is read and parsed once, however often included).
+
+    Args:
+        mixture: the mixture file named on the command line (named by the errors).
+    """
+
+    def __init__(self, mixture: Path):
+        self.mixture = mixture
+        self.includes = 0
+        self.bytes = 0
+        self._read: dict[Path, tuple[Any, int]] = {}
+
+    def load(self, target: Path) -> Any:
+        """The parsed content of the included file ``target``, counted against the budget.
+
+        Raises:
+            UsageError: the budget is exceeded, or the file cannot be read (see :func:`_load_json_file`).
+        """
+        self.includes += 1
+        if self.includes > MAX_REF_INCLUDES:
+            raise UsageError(f"its $ref includes expand to more than {MAX_REF_INCLUDES:,} included files (a file "
+                             "counted each time it is included); refused", self.mixture)
+        if target not in self._read:
+            doc = _load_json_file(target)
+            self._read[target] = (doc, os.stat(target).st_size)
+        doc, size = self._read[target]
+        self.bytes += size
+        if self.bytes > MAX_REF_BYTES:
+            raise UsageError(f"its $ref includes expand to more than {MAX_REF_BYTES // 2**20} MiB of included files "
+                             "(a file counted each time it is included); refused", self.mixture)
+        return doc
+
+
+def resolve_refs(obj: Any, base: Path, stack: tuple[Path, ...], top: Path | None = None, _level: int = 0,
+                 budget: RefBudget | None = None) -> Any:
     """Resolve ``{"$ref": ...}`` includes recursively (see module docstring).
 
     Args:
@@ -469,13 +530,16 @@ def resolve_refs(obj: Any, base: Path, stack: tuple[Path, ...], top: Path | None
         base: the folder relative ``$ref`` paths are resolved against (the including file's folder).
         stack: the chain of files being included (the first is the mixture file), for cycle detection.
         top: the folder every ``$ref`` must stay inside (default: the first file's folder).
+        budget: the includes and bytes used so far (default: a new :class:`RefBudget` for ``stack[0]``).
 
     Raises:
         UsageError: a cycle, a chain deeper than :data:`MAX_REF_DEPTH`, a ``$ref`` outside ``top``, a missing,
-            oversized, non-regular or malformed include, or a document nested deeper than
+            oversized, non-regular or malformed include, more than :data:`MAX_REF_INCLUDES` includes or
+            :data:`MAX_REF_BYTES` of included files in all, or a document nested deeper than
             :data:`lerobot_tools._io.MAX_JSON_DEPTH` levels once its includes are inlined.
     """
     top = top if top is not None else stack[0].parent
+    budget = budget if budget is not None else RefBudget(stack[0])
     if _level > MAX_JSON_DEPTH:
         raise UsageError(f"is JSON nested too deeply once its $ref includes are inlined (more than {MAX_JSON_DEPTH} "
                          "levels)", stack[0])
@@ -490,13 +554,14 @@ def resolve_refs(obj: Any, base: Path, stack: tuple[Path, ...], top: Path | None
                 raise UsageError(f"$ref cycle: {chain}", stack[-1])
             if len(stack) > MAX_REF_DEPTH:
                 raise UsageError(f"$ref chain deeper than {MAX_REF_DEPTH} files", stack[-1])
-            loaded = _absolutize_roots(_load_json_file(target), target.parent)
-            included = resolve_refs(loaded, target.parent, (*stack, target), top, _level)
-            siblings = {k: resolve_refs(v, base, stack, top, _level + 1) for k, v in obj.items() if k != "$ref"}
+            loaded = _absolutize_roots(budget.load(target), target.parent)
+            included = resolve_refs(loaded, target.parent, (*stack, target), top, _level, budget)
+            siblings = {k: resolve_refs(v, base, stack, top, _level + 1, budget) for k, v in obj.items()
+                        if k != "$ref"}
             return _deep_merge(included, siblings)
-        return {k: resolve_refs(v, base, stack, top, _level + 1) for k, v in obj.items()}
+        return {k: resolve_refs(v, base, stack, top, _level + 1, budget) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [resolve_refs(v, base, stack, top, _level + 1) for v in obj]
+        return [resolve_refs(v, base, stack, top, _level + 1, budget) for v in obj]
     return obj
 
 

@@ -659,12 +659,16 @@ def files_under(root: str | os.PathLike, subdir: str, suffix: str) -> list[str]:
 
     Usable without a readable ``meta/info.json``. Hidden folders and hidden files are skipped: lerobot's
     ``data/*/*.parquet`` glob skips dot-files, and lrtool's own temporary files (``.lrtool-tmp-*``, left by a
-    killed run) are not dataset files. Symlinked folders are not followed.
+    killed run) are not dataset files. Symlinked folders are not followed, and ``root/subdir`` is not walked at
+    all when it resolves outside the dataset (a ``data/`` linked to ``/``: F013,
+    :func:`lerobot_tools._contain.walk_root`).
     """
+    from lerobot_tools._contain import walk_root
+
     root = Path(root)
     base = root / subdir
     out: list[str] = []
-    if not base.is_dir():
+    if not walk_root(root, subdir):
         return out
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))

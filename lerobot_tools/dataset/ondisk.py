@@ -22,6 +22,10 @@ from lerobot_tools.errors import DatasetError
 
 #: At most this many files are named from ``total_episodes`` (a corrupt counter must not run away).
 MAX_EXPECTED = 1_000_000
+#: ... and at most this many more than the files on disk that fit the template: ``total_episodes`` is a number read
+#: from a file (``10**30`` is valid JSON), so the files it names beyond what exists are not listed one by one
+#: (:attr:`LayoutFiles.unnamed` counts them).
+MAX_MISSING_NAMED = 1_000
 
 _NUM_FIELDS = {"episode_index", "episode_chunk", "chunk_index", "file_index"}
 
@@ -78,19 +82,26 @@ class LayoutFiles:
         expected: relative paths the template names for ``range(total_episodes)`` (v2.x), else empty.
         on_disk: relative paths on disk whose names fit the template.
         source: how the list was made, for messages (``"data_path and info.json total_episodes = 4"``).
+        unnamed: v2.x: episodes of ``range(total_episodes)`` whose files were not named (beyond
+            :data:`MAX_MISSING_NAMED` more than the files on disk, or :data:`MAX_EXPECTED` in all); 0 otherwise.
+        named: v2.x: how many episodes' files were named (``expected`` may hold fewer paths when two episodes'
+            paths coincide); 0 otherwise.
     """
 
     files: list
     expected: set[str]
     on_disk: set[str]
     source: str
+    unnamed: int = 0
+    named: int = 0
 
 
 def data_files_from_layout(ds: Dataset) -> LayoutFiles:
     """The data files ``data_path`` names, without reading the episode metadata.
 
-    v2.x: one per episode ``0 .. total_episodes - 1`` (info.json), plus files on disk that fit the template.
-    v3.0: the files on disk under the template's top folder that fit the template.
+    v2.x: one per episode ``0 .. total_episodes - 1`` (info.json; at most :data:`MAX_MISSING_NAMED` more than the
+    files on disk that fit the template, see :attr:`LayoutFiles.unnamed`), plus files on disk that fit the
+    template. v3.0: the files on disk under the template's top folder that fit the template.
 
     Raises:
         DatasetError: the template cannot be expanded or parsed.
@@ -155,8 +166,11 @@ def _layout(ds: Dataset, template: str, on_disk: dict[str, re.Match], by_episode
     files: dict[str, object] = {}
     expected: set[str] = set()
     total = ds.total("total_episodes")
+    named = unnamed = 0
     if ds.layout == "v2" and total is not None and total >= 0 and "episode_index" in template:
-        for ep in range(min(total, MAX_EXPECTED)):
+        named = min(total, MAX_EXPECTED, len(on_disk) + MAX_MISSING_NAMED)
+        unnamed = total - named
+        for ep in range(named):
             f = by_episode(ep)
             if tpl.escapes_root(f.relpath):
                 raise DatasetError(f"{name} {template!r} points outside the dataset root", "meta/info.json")
@@ -167,7 +181,7 @@ def _layout(ds: Dataset, template: str, on_disk: dict[str, re.Match], by_episode
         source = f"the files on disk that fit {name}"
     for rel, m in sorted(on_disk.items()):
         files.setdefault(rel, by_match(rel, m))
-    return LayoutFiles([files[k] for k in sorted(files)], expected, set(on_disk), source)
+    return LayoutFiles([files[k] for k in sorted(files)], expected, set(on_disk), source, unnamed, named)
 
 
 #: names ``datasets`` never takes as data files (``datasets.data_files.FILES_TO_IGNORE``, datasets 4.x)

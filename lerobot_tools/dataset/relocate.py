@@ -197,9 +197,13 @@ def locate_missing(root: os.PathLike | str, expected_template: str, layout: str,
     Returns:
         A :class:`Relocation`: each missing file is assigned to the first candidate layout
         (:func:`candidate_templates`) where a regular file of that name exists, else to another chunk folder of
-        the expected place holding it, else to ``absent``. A path that leaves the root is never looked at.
+        the expected place holding it, else to ``absent``. A path that leaves the root is never looked at, and a
+        file found through a symlink that leads out of the dataset (F013) is not taken.
     """
+    from lerobot_tools._contain import containment_root, is_inside
+
     root = os.fspath(root)
+    base = containment_root(root)
     result = Relocation(kind, len(expected), len(missing))
     if not missing:
         return result
@@ -209,7 +213,8 @@ def locate_missing(root: os.PathLike | str, expected_template: str, layout: str,
         still = []
         for item in left:
             rel = _format(cand, item.values)
-            if rel is not None and rel != item.relpath and os.path.isfile(os.path.join(root, rel)):
+            if rel is not None and rel != item.relpath and os.path.isfile(os.path.join(root, rel)) \
+                    and is_inside(os.path.join(root, rel), base):
                 lay = layouts.setdefault(cand, FoundLayout(cand, _describe(cand, expected_template)))
                 lay.pairs.append((item.relpath, rel))
             else:
@@ -220,7 +225,7 @@ def locate_missing(root: os.PathLike | str, expected_template: str, layout: str,
     other_chunk = FoundLayout(None, "another chunk folder")
     for item in left:
         rel = _other_chunk(root, item.relpath)
-        if rel is not None:
+        if rel is not None and is_inside(os.path.join(root, rel), base):
             other_chunk.pairs.append((item.relpath, rel))
         else:
             result.absent.append(item.relpath)

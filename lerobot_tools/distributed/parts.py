@@ -83,7 +83,7 @@ def run_shard(plan: Plan, rank: int, out: Path) -> dict[str, Any]:
         Exception: whatever the command raises for a problem it does not report as a finding (the task
             then fails and writes no part; a re-run retries it).
     """
-    from lerobot_tools._io import atomic_write_text
+    from lerobot_tools._io import write_output_text
 
     if not 0 <= rank < plan.world:
         raise UsageError(f"rank {rank} is outside 0..{plan.world - 1}")
@@ -115,7 +115,8 @@ def run_shard(plan: Plan, rank: int, out: Path) -> dict[str, Any]:
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out, json.dumps(part) + "\n")  # ASCII: a non-UTF-8 file name round-trips
+        # only as a regular file (a FIFO, a device, a symlink there is refused); ASCII: a non-UTF-8 name round-trips
+        write_output_text(out, json.dumps(part) + "\n", "part result", error=UsageError)
     except OSError as exc:
         raise UsageError(f"cannot write the part result ({exc.strerror or exc})", out) from None
     return part

@@ -188,6 +188,16 @@ def _size(path) -> int:
         return 0
 
 
+def _meta_bytes(ds) -> int:
+    """The bytes under ``meta/`` (the work the head of a split dataset stands for); a ``meta/`` linked out of the
+    dataset (F013) is not walked (:func:`lerobot_tools._contain.walk_root`): it counts 0."""
+    from lerobot_tools._contain import walk_root
+
+    if not walk_root(ds.root, "meta"):
+        return 0
+    return sum(_size(p) for p in (ds.root / "meta").rglob("*") if p.is_file())
+
+
 class ValidateJob:
     """See the module docstring."""
 
@@ -201,7 +211,7 @@ class ValidateJob:
         count 1 byte, unsplit."""
         return sizes_by_file([target_from_dict(raw) for raw in spec["targets"]],
                              lambda ds: [df.relpath for df in ds.data_files()] + [vf.relpath for vf in ds.video_files()],
-                             head=lambda ds: sum(_size(p) for p in (ds.root / "meta").rglob("*") if p.is_file()))
+                             head=_meta_bytes)
 
     def run_dataset(self, spec: dict, index: int) -> dict:
         from lerobot_tools.checks.engine import validate_contained

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from lerobot_tools._io import atomic_write_text
+from lerobot_tools._io import write_output_text
 from lerobot_tools.dataset.mixture import SHA_RE
 from lerobot_tools.errors import UsageError
 
@@ -124,12 +124,17 @@ class LockFile:
     def write(self) -> bool:
         """Write atomically if anything changed; return whether the file was written.
 
+        The file is written only as a regular file (:func:`lerobot_tools._io.write_output_text`): a device,
+        FIFO, folder or symlink at ``path`` is refused, never replaced.
+
         Raises:
-            OSError: the folder is not writable.
+            OSError: its folder cannot be created.
+            UsageError: one line naming the file: not a regular file, or it cannot be written.
         """
         if not self.changed and self.path.exists():
             return False
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path, json.dumps(self._document(), indent=2, sort_keys=True) + "\n")
+        write_output_text(self.path, json.dumps(self._document(), indent=2, sort_keys=True) + "\n", "lock file",
+                          error=UsageError)
         self._original = self._document()
         return True

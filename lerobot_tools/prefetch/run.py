@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from lerobot_tools import _env
-from lerobot_tools._io import atomic_path
+from lerobot_tools._io import atomic_path, check_output_file
 from lerobot_tools.dataset.mixture import read_mixture
 from lerobot_tools.errors import LrtoolError, UsageError
 from lerobot_tools.prefetch import local
@@ -439,6 +440,8 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None, *, onl
     offline = _env.hub_offline() if o.offline is None else bool(o.offline)
     lock_path = (Path(o.lock_path) if o.lock_path is not None else default_lock_path(mixture)) if o.use_lock else None
     lock = LockFile.read(lock_path) if lock_path is not None else None
+    if lock_path is not None and write_lock and not o.dry_run and not offline and os.path.lexists(lock_path):
+        check_output_file(lock_path, "lock file", error=UsageError)  # a FIFO, device, symlink: refused up front
 
     if offline:
         results = [offline_job(job, lock) for job in jobs]
@@ -493,4 +496,6 @@ def prefetch(mixture: str | Path, options: PrefetchOptions | None = None, *, onl
             report.lock_written = lock.write()
         except OSError as exc:
             report.notes.append(f"lock file {lock.path} not written ({exc.strerror or exc})")
+        except UsageError as exc:
+            report.notes.append(f"lock file {lock.path} not written ({exc.message})")
     return report

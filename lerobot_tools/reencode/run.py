@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterable
 
 from lerobot_tools import _io
+from lerobot_tools._contain import refuse_escaping_symlinks
 from lerobot_tools._lock import dataset_lock
 from lerobot_tools._parallel import map_ordered
 from lerobot_tools.errors import DatasetError, LrtoolError, one_line
@@ -146,6 +147,7 @@ def plan_dataset(target, options: ReencodeOptions, encoder: str, gpu, index: int
         return dres, []
     root = Path(target.root)
     try:
+        refuse_escaping_symlinks(root, "re-encode")  # before the lock creates .lrtool/ (dry run too), as reshard
         if locks is not None and not options.dry_run:
             locks.enter_context(dataset_lock(root, timeout=options.lock_timeout, what="re-encoding"))
         ds = Dataset(root)

@@ -23,10 +23,12 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from lerobot_tools._contain import refuse_escaping_symlinks
 from lerobot_tools._lock import dataset_lock
 from lerobot_tools.dataset.targets import Target
 from lerobot_tools.errors import LrtoolError
-from lerobot_tools.repair.apply import RepairResult, UndoResult, apply_plan, prepare, undo
+from lerobot_tools.repair import apply as _apply
+from lerobot_tools.repair.apply import RepairResult, UndoResult, apply_plan, prepare
 from lerobot_tools.repair.model import RepairOptions, RepairPlan
 from lerobot_tools.repair.plan import REPAIRABLE, cannot_run_reason, plan_repair
 from lerobot_tools.repair.run import RepairRun, repair_targets
@@ -40,10 +42,11 @@ __all__ = [
 def repair_target(target: Target, options: RepairOptions | None = None, *, dry_run: bool = False) -> RepairResult:
     """Plan and (unless ``dry_run``) apply the repairs of one resolved target.
 
-    A run (real or dry) first refuses a dataset whose previous repair was interrupted (its backup is still
-    ``applying``: ``--undo`` first) or whose latest backup cannot be trusted (see
-    :func:`lerobot_tools.repair.backup.read_manifest`); a real run then removes temporary files and incomplete
-    backups a killed run left behind. Both then try the whole plan on a shadow of the dataset
+    A run (real or dry) first refuses a dataset holding a symlink that leads out of it (F013: a rewrite or a
+    move through it would change files that are not the dataset's), then a dataset whose previous repair was
+    interrupted (its backup is still ``applying``: ``--undo`` first) or whose latest backup cannot be trusted
+    (see :func:`lerobot_tools.repair.backup.read_manifest`); a real run then removes temporary files and
+    incomplete backups a killed run left behind. Both then try the whole plan on a shadow of the dataset
     (:func:`lerobot_tools.repair.judge.evaluate`): the fixes that would introduce an error, or clear nothing,
     are rejected with the finding that says why; a dry run reports the shadow's outcome, a real run applies
     the fixes kept. A dry run writes nothing in the dataset (its shadow lives in ``$TMPDIR``).
@@ -59,7 +62,7 @@ def repair_target(target: Target, options: RepairOptions | None = None, *, dry_r
     import warnings
 
     options = options or RepairOptions()
-    reason = cannot_run_reason(target)
+    reason = cannot_run_reason(target) or _escape_reason(target, "repair")
     # NaN / infinite data is reported as findings (and refused by the statistics fix), never as numpy's
     # RuntimeWarnings on stderr (the checks' scans run in threads: numpy.errstate would not reach them)
     with contextlib.ExitStack() as lock, warnings.catch_warnings():
@@ -70,6 +73,28 @@ def repair_target(target: Target, options: RepairOptions | None = None, *, dry_r
             except LrtoolError as exc:
                 reason = exc.within(target.root)  # the report's heading names the dataset
         return _repair_locked(target, options, dry_run, reason)
+
+
+def undo(target: Target, *, dry_run: bool = False, lock_timeout: float = 60.0) -> UndoResult:
+    """Restore the latest backup of ``target`` (``lrtool repair --undo``): :func:`lerobot_tools.repair.apply.undo`,
+    after refusing, before anything is touched (dry run too), a dataset holding a symlink that leads out of it
+    (F013)."""
+    reason = _escape_reason(target, "undo a repair") if not target.error else None
+    if reason is not None:
+        return UndoResult(target.spec, str(target.root), dry_run=dry_run, cannot_run=reason)
+    return _apply.undo(target, dry_run=dry_run, lock_timeout=lock_timeout)
+
+
+def _escape_reason(target: Target, what: str) -> str | None:
+    """Why a resolved ``target`` must not be written: a symlink below it leads out of the dataset
+    (:func:`lerobot_tools._contain.refuse_escaping_symlinks`), or None."""
+    if target.root is None:
+        return None
+    try:
+        refuse_escaping_symlinks(target.root, what)
+    except LrtoolError as exc:
+        return exc.within(target.root)
+    return None
 
 
 def _repair_locked(target: Target, options: RepairOptions, dry_run: bool, reason: str | None) -> RepairResult:

@@ -294,7 +294,7 @@ def try_plan(target, plan: RepairPlan, options: RepairOptions, *, inside: bool) 
                                 f"{type(exc).__name__}: {exc}" if not isinstance(exc, LrtoolError) else str(exc))
                 return trial
         shadow_target = dataclasses.replace(target, root=shadow.root, origin=target.origin)
-        after = validate_contained(shadow_target, options.validate_options())
+        after = validate_contained(shadow_target, _shadow_options(options))
         trial.after = _as_original(after, target, shadow.root)
         try:
             trial.changed = {rel: shadow.differs(rel) for r in plan.repairs for rel in r.files}
@@ -446,3 +446,13 @@ def _drop_unwritten(ev: Evaluation, options: RepairOptions) -> None:
     plan.repairs = [r for r in plan.repairs if r not in dropped]
     plan.unrepairable += [Unrepairable(r.check, NOTHING_TO_WRITE, "nothing to do", r.subject) for r in dropped]
     plan.dispositions = dispositions(plan.before.findings, plan.repairs, plan.unrepairable, options)
+
+
+def _shadow_options(options):
+    """What a shadow is validated with: the repair's own options without F013. A shadow links what it does not
+    rewrite, symbolically when its scratch folder is on another file system than the dataset, so its links lead
+    out of it by construction; the dataset itself was refused before its shadow was made if a link of its own
+    leads out (:func:`lerobot_tools._contain.refuse_escaping_symlinks`)."""
+    vopts = options.validate_options()
+    vopts.ignore = set(vopts.ignore) | {"F013"}
+    return vopts

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from lerobot_tools import _io
+from lerobot_tools._contain import refuse_escaping_symlinks
 from lerobot_tools._lock import dataset_lock
 from lerobot_tools._parallel import map_ordered
 from lerobot_tools.dataset.placeholders import UnreadableFileError, describe
@@ -54,7 +55,10 @@ def prepare_dataset(target, options: ReshardOptions, locks: contextlib.ExitStack
     ``locks`` (when given) before the file list is read and stale temporary files are removed; a dataset another
     run is writing fails with a one-line error after ``options.lock_timeout`` seconds. With ``clean_temps=False``
     no temporary file is removed: a caller that reshards the files elsewhere (one task per file, holding
-    :func:`lerobot_tools._lock.shared_dataset_lock`) cleans each file's own temporary files next to it.
+    :func:`lerobot_tools._lock.shared_dataset_lock`) cleans each file's own temporary files next to it. A dataset
+    holding a symlink that leads out of it (F013) is refused first, before the lock is taken (dry run too):
+    rewriting through it would change another folder's files under this dataset's lock
+    (:func:`lerobot_tools._contain.refuse_escaping_symlinks`).
     """
     from lerobot_tools.dataset.model import Dataset
 
@@ -67,6 +71,7 @@ def prepare_dataset(target, options: ReshardOptions, locks: contextlib.ExitStack
     if target.origin == "hub-cache":
         dres.notes.append("hub snapshot cache: rewritten files replace their symlinks; the blobs are not modified")
     try:
+        refuse_escaping_symlinks(target.root, "reshard")  # before the lock creates .lrtool/ (dry run too)
         ds = Dataset(target.root)
         if locks is not None and not options.dry_run:
             locks.enter_context(dataset_lock(target.root, timeout=options.lock_timeout, what="resharding"))

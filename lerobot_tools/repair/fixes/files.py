@@ -10,8 +10,11 @@ points; a template pointing at another top folder would satisfy the second and n
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Callable
 
+from lerobot_tools._contain import containment_root, is_inside
 from lerobot_tools.dataset import templates as tpl
 from lerobot_tools.dataset.relocate import Relocation, expected_from_paths, locate_missing
 from lerobot_tools.errors import DatasetError
@@ -85,16 +88,21 @@ def plan_moves(rc: RepairContext, check: str, kind: str, template: str, reloc: R
     """``--move-files``: plan moving every file ``reloc`` found (any neighbouring layout, partial finds
     included) to where ``template`` (``data_path`` / ``video_path``) points, as one repair of ``check``; files
     absent everywhere stay missing and are named in the summary. Refused (nothing planned) when the template
-    itself is invalid or a destination already exists."""
+    itself is invalid, a destination already exists, or a move would take a symlink or leave the dataset
+    (:func:`_move_problem`)."""
     name = "video_path" if kind == "video" else "data_path"
     problems = tpl.template_problems(template, layout=rc.ds.layout, video=kind == "video")
     if problems:
         rc.cannot(check, f"{name} {template!r} {problems[0]}", f"fix {name}, then rerun")
         return
     pairs = [pair for lay in reloc.layouts for pair in lay.pairs]
-    clash = [a for a, _ in pairs if (rc.ds.root / a).exists()]
+    clash = [a for a, _ in pairs if os.path.lexists(rc.ds.root / a)]  # a dangling symlink there is taken too
     if clash:
         rc.cannot(check, f"{clash[0]} already exists", "move it away, then rerun")
+        return
+    problem = _move_problem(rc.ds.root, pairs)
+    if problem:
+        rc.cannot(check, problem, "replace the link with the file it points to, then rerun")
         return
     for a, b in pairs:
         rc.moves.append(Move(src=b, dst=a, check=check))
@@ -102,3 +110,19 @@ def plan_moves(rc: RepairContext, check: str, kind: str, template: str, reloc: R
     where = ", ".join(lay.where for lay in reloc.layouts)
     rc.repair(check, f"move {len(pairs)} {kind} file(s) from {where} to where {name} points ({template!r}){rest}",
               [b for _, b in pairs] + [a for a, _ in pairs])
+
+
+def _move_problem(root: Path, pairs: list[tuple[str, str]]) -> str | None:
+    """Why the moves ``(destination, source)`` must not be made, or None: a source is itself a symlink (moving the
+    link elsewhere changes what a relative link points to; the file it stands for is not the dataset's to move), or
+    a source or a destination resolves outside the dataset (a chunk folder linked out: the file would leave the
+    dataset)."""
+    base = containment_root(root)
+    for dst, src in pairs:
+        if os.path.islink(root / src):
+            return f"{src} is a symlink, not a file; lrtool moves only regular files"
+        if not is_inside(root / src, base):
+            return f"{src} resolves outside the dataset (through a symlink)"
+        if not is_inside(root / dst, base):  # the folders on the way that exist are resolved, links followed
+            return f"{dst} would be written outside the dataset (it resolves to {os.path.realpath(root / dst)})"
+    return None
