@@ -404,7 +404,7 @@ def test_render_options_hold_only_what_lrtool_writes_there(tmp_path):
     (run / "render.json").unlink()
     (run / "render.json").mkdir()  # the render options cannot be written
     r = lrtool("validate", *CLEAN, "--shard", "0/1", "--part-out", run / "part-0.json")
-    one_line_error(r, "cannot write render.json (Is a directory)")
+    one_line_error(r, "render.json: is a folder, not a regular file; lrtool replaces only regular files")
 
 
 @pytest.mark.parametrize("path, ok", [
