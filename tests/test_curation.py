@@ -381,3 +381,20 @@ def test_rows_of_the_wrong_length_are_d005s_not_nan(tmp_path):
     assert "D005" in {f.check for f in r.findings}
     assert set(flagged(r, "Q005")) == {4}  # only the planted NaN episode; the short row is D005's
     assert any(n.checks == "Q001-Q009 for observation.state" for n in r.not_checked)
+
+
+def test_a_license_file_beside_a_card_without_license_states_the_terms(tmp_path):
+    """A dataset kept in a git repository states its terms in LICENSE: no L002 then (the card alone would raise it)."""
+    ds = tmp_path / "ds"
+    shutil.copytree(DS / "broken_camera_content", ds)
+    (ds / "README.md").write_text("# a dataset\n")
+    l002 = lambda: [f for f in validate([str(ds)])[0].findings if f.check == "L002"]  # noqa: E731
+    assert len(l002()) == 1
+    (ds / "LICENSE").mkdir()  # a folder named LICENSE is not a licence file
+    assert len(l002()) == 1
+    (ds / "LICENSE").rmdir()
+    (ds / "LICENSE").write_text("MIT License\n")
+    assert l002() == []
+    (ds / "LICENSE").unlink()
+    (ds / "Licence.txt").write_text("CC-BY-4.0\n")
+    assert l002() == []

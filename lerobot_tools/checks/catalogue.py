@@ -821,7 +821,8 @@ _CHECKS = [
           "Re-convert with a lerobot release after the fix (0d1be72dc), or fix data/chunk_index and file_index.",
           **_manual("the episode metadata needs the data files' row counts to be rewritten")),
     Check("L002", "license-missing", INFO, "The dataset card states no license.",
-          "README.md front matter (the Hub dataset card's YAML) `license:`; absent, `other` or `unknown`.",
+          "README.md front matter (the Hub dataset card's YAML) `license:`; absent, `other` or `unknown`, and no "
+          "licence file (LICENSE, LICENSE.md, COPYING, ...) beside the card.",
           "Nothing breaks; whoever trains on it cannot tell under which terms. Information.",
           "Ask the owner, or add `license:` to the card.",
           **_manual("the dataset card")),

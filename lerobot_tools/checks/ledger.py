@@ -9,7 +9,9 @@
   new file is recorded in the file before, so every file but the last holds its first episode's rows instead of
   the rows of its last), that cause is named once. Row counts per file are C005's; L001 names the cause.
 * **L002**: the dataset card (``README.md``, YAML front matter, the Hub's "Dataset Cards" format) states a
-  ``license:``; read from at most :data:`MAX_CARD_BYTES` (the front matter comes first).
+  ``license:``; read from at most :data:`MAX_CARD_BYTES` (the front matter comes first). A licence file beside
+  the card (:data:`LICENSE_FILES`, how a dataset kept in a git repository states its terms) also states them:
+  no L002 then (its text is not read, so it takes no part in L003).
 
 Both read only ``meta/`` and ``README.md``, so they run on a copy made by ``lrtool prefetch --meta-only``.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 from lerobot_tools.checks.context import CheckContext
 
 MAX_CARD_BYTES = 1 << 20
+LICENSE_FILES = ("license", "license.md", "license.txt", "licence", "licence.md", "licence.txt", "copying")
 
 
 def run(ctx: CheckContext) -> None:
@@ -27,11 +30,20 @@ def run(ctx: CheckContext) -> None:
     ds = ctx.dataset
     license_id = card_license(ds.root)
     ctx.curation.license = license_id
-    if (ds.root / "README.md").is_file() and license_id in (None, "", "other", "unknown"):
+    if ((ds.root / "README.md").is_file() and license_id in (None, "", "other", "unknown")
+            and not has_license_file(ds.root)):
         ctx.emit("L002", "the dataset card states no license" if not license_id else
                  f"the dataset card's license is {license_id!r}", "README.md", key="license")
     if ds.layout == "v3" and ctx.episodes_ok:
         _ledger(ctx)
+
+
+def has_license_file(root) -> bool:
+    """Whether a regular file named like :data:`LICENSE_FILES` (any case) sits in the dataset's root folder."""
+    try:
+        return any(p.name.lower() in LICENSE_FILES and p.is_file() and not p.is_symlink() for p in root.iterdir())
+    except OSError:
+        return False
 
 
 def card_license(root) -> str | None:
