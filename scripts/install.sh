@@ -4,11 +4,12 @@
 #     scale-out test starts a single-node cluster with scripts/slurm-local.sh)
 #   - a virtual environment in .venv with the CPU builds torch==2.13.0 and torchcodec==0.13.0 pinned
 #     (an unpinned torch pulls GBs of CUDA packages; torchcodec 0.14+ are CUDA builds that fail to import
-#     with a CPU torch), then lrtool itself with its loaders, dev, distributed (datatrove) and ray extras.
+#     with a CPU torch), then lrtool itself with its loaders, dev (pytest, hypothesis, mkdocs and mkdocs-material
+#     for the docs site), distributed (datatrove) and ray extras.
 #   - a separate venv .venv-olah with the olah Hub mirror, used by one integration test.
 #   - a separate venv .venv-lerobot with upstream lerobot 0.4.4 (its dataset writer and loader only), used by
 #     scripts/write_real_fixtures.py and by the tests that load lrtool's output in upstream LeRobotDataset.
-# Idempotent: re-running only installs what is missing. Users who just want the tool: `pip install .`
+# Idempotent: re-running only installs what is missing. Users who just want the tool: `pip install .` (README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
