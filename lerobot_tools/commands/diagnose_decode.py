@@ -13,6 +13,7 @@ from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
+@distributed_options('video files probed; verdicts, decode tests and advice computed once, at the merge (--gpu MODEL)')
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda|cuda:N",
@@ -29,7 +30,6 @@ from lerobot_tools.errors import LrtoolError
 @format_option
 @jobs_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: for mixtures on a terminal).")
-@distributed_options
 def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jobs, progress, dist):
     """Say whether each video stream decodes on a GPU's NVDEC or must go to the CPU, and why.
 
@@ -39,9 +39,6 @@ def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jo
     and judged against NVIDIA's NVDEC table for the target GPU (--gpu MODEL, else the visible GPU); K frames
     are decoded on the CPU (and with --device cuda on the GPU) to measure the cost. Each problem comes with
     what to do: CPU workers needed, the lrtool reencode command, or a GPU generation that decodes it.
-
-    Scale-out: --shard / --executor probe the files on many machines; the verdicts, decode tests and
-    advice are computed once, where the parts are merged (use --gpu MODEL to judge for a given GPU).
 
     Exit status: 0 no errors; 1 errors (the requested device cannot decode; missing, placeholder, truncated
     or undecodable videos; unreadable targets); 2 the tool could not run (bad options, unreadable mixture).

@@ -11,6 +11,7 @@ from lerobot_tools.commands._distributed import distributed_options
 
 
 @interrupt_note("files already renamed into place are complete; partial downloads were discarded")
+@distributed_options('repos, never split; each task takes --budget-fraction / tasks at once; lock file written at the merge')
 @click.command()
 @click.argument("mixture", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--local-dir-root", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -47,7 +48,6 @@ from lerobot_tools.commands._distributed import distributed_options
 @format_option
 @click.option("--progress/--no-progress", default=None,
               help="Progress bars for files and bytes on stderr (default: when stderr is a terminal).")
-@distributed_options
 def prefetch(mixture, local_dir_root, max_workers, dry_run, meta_only, offline, lock_path, no_lock, update_lock,
              api_requests, resolve_requests, window_s, budget_fraction, max_wait_s, fmt, progress, dist):
     """Download every dataset MIXTURE names into the local layout, skipping what is already on disk.
@@ -61,10 +61,6 @@ def prefetch(mixture, local_dir_root, max_workers, dry_run, meta_only, offline, 
     Requests are paced per Hub rate-limit bucket ("api": resolves and listings; "resolvers": downloads),
     adapting to the RateLimit / RateLimit-Policy headers the server sends; waits are announced on stderr
     and bounded by --max-wait-s.
-
-    Scale-out: --shard / --executor fetch the repos on many machines (a repo folder is never split); each
-    task takes --budget-fraction divided by the tasks running at once, so the whole run stays within the
-    Hub's per-address limits; the lock file is written once, when the parts are merged.
 
     Exit status: 0 every entry complete, 1 some entry incomplete, 2 the tool could not run, 130/143
     interrupted by Ctrl-C/SIGTERM.

@@ -11,6 +11,7 @@ from lerobot_tools.errors import LrtoolError
 
 
 @interrupt_note("each video file is either its original or its verified re-encode; run again to finish")
+@distributed_options('video files, balanced by frames')
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--codec", type=click.Choice(["h264", "hevc", "av1"]), default="h264", show_default=True,
@@ -39,7 +40,6 @@ from lerobot_tools.errors import LrtoolError
 @click.option("--progress/--no-progress", default=None, help="Progress bar (frames/s, ETA) on stderr (default: on a "
               "terminal).")
 @lock_timeout_option
-@distributed_options
 def reencode(targets, codec, device, only_undecodable, gpu, pix_fmt, gop, crf, preset, psnr_floor, drop_originals,
              undo, dry_run, jobs, fmt, progress, lock_timeout, dist):
     """Re-encode the videos of datasets, keeping every frame and its timestamp.
@@ -50,9 +50,6 @@ def reencode(targets, codec, device, only_undecodable, gpu, pix_fmt, gop, crf, p
     atomically put in place; the original moves to .lrtool/reencode/ (--undo restores it). info.json's video.codec
     and video.pix_fmt are updated once every file of a camera is done. A re-run skips files already in the target
     format, so a killed run resumes.
-
-    Scale-out: --shard RANK/WORLD --part-out FILE re-encodes one share (video files balanced by frames);
-    --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
 
     Exit status: 0 every file re-encoded, planned or already done; 1 a file or dataset failed (it is left
     untouched); 2 the tool could not run (bad option, no such encoder); 130/143 interrupted. --device cuda

@@ -10,6 +10,7 @@ from lerobot_tools.commands._distributed import distributed_options
 
 
 @interrupt_note("a repair stopped mid-way was rolled back from its backup")
+@distributed_options('datasets, each one transaction (never split); reports in target order')
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--dry-run", is_flag=True, help="Show what would change (unified diff of JSON files, parquet columns "
@@ -30,7 +31,6 @@ from lerobot_tools.commands._distributed import distributed_options
               "the first paths; --format json always has everything).")
 @format_option
 @lock_timeout_option
-@distributed_options
 def repair(targets, dry_run, only, drop_undeclared, move_files, undo, verbose, fmt, lock_timeout, dist):
     """Fix mechanically what validate finds: diff first, backup, --undo.
 
@@ -43,9 +43,6 @@ def repair(targets, dry_run, only, drop_undeclared, move_files, undo, verbose, f
     files moved into place) are listed as such. The originals of the files that change are copied to
     .lrtool/backup/<UTC timestamp>/ in the dataset root before the first write; every write is atomic and
     verified; validate runs again afterwards and a repair that makes loading worse is rolled back.
-
-    Scale-out: --shard / --executor repair whole datasets on many machines (a dataset is one transaction,
-    never split); `lrtool report` prints the reports in target order.
 
     Exit status: 0 every repairable finding fixed and no errors remain; 1 errors remain, or a repair failed
     or was rolled back; 2 the tool could not run; 130/143 interrupted by Ctrl-C/SIGTERM.

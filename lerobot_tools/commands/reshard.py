@@ -19,6 +19,7 @@ from lerobot_tools.errors import LrtoolError
 
 
 @interrupt_note("each data file is either its original or its complete, verified rewrite; run again to finish")
+@distributed_options('data files, balanced by bytes (a large dataset split by file)')
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--row-group-mb", type=FiniteFloatRange(min=0, min_open=True), default=32.0, show_default=True,
@@ -34,7 +35,6 @@ from lerobot_tools.errors import LrtoolError
 @click.option("--verbose", "-v", is_flag=True,
               help="One line per file (default: more than 3 files with the same action are one summary line).")
 @lock_timeout_option
-@distributed_options
 def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, progress, verbose, lock_timeout,
             dist):
     """Rewrite data parquet into page-indexed row groups, one episode per row group.
@@ -45,9 +45,6 @@ def reshard(targets, row_group_mb, compression, dry_run, jobs, world_size, fmt, 
     (rows, schema and metadata, every column's values) and then atomically replaces it; file names,
     row order and metadata stay the same. Killed at any moment, every file is either its original
     or its complete, verified rewrite; the next run removes the temporary files and finishes.
-
-    Scale-out: --shard RANK/WORLD --part-out FILE rewrites one share (large datasets split by file);
-    --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
 
     Exit status: 0 every file resharded or already conforming, 1 a file or dataset failed (it is
     left untouched; the others are still processed), 2 the tool could not run, 130/143 interrupted by

@@ -11,6 +11,7 @@ from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
+@distributed_options('datasets, balanced by bytes (a large one split by file); no --write-keep')
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--deep", is_flag=True, help="Also stream index/timestamp columns (D001-D005) and read every video header.")
@@ -42,16 +43,12 @@ from lerobot_tools.errors import LrtoolError
 @click.option("--exclude", multiple=True, metavar="IDS",
               help="Findings of these check IDs or prefixes exclude an episode from --write-keep (default: the Q "
                    "warnings and every error naming an episode). Repeatable.")
-@distributed_options
 def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb, world_size, all_videos,
              baseline, write_baseline, progress, chunk_size, camera_frames, thresholds, write_keep, exclude, dist):
     """Check datasets for drift between info.json, parquet, tasks and files. Offline and read-only.
 
     TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches
     ($HF_LEROBOT_HOME, the hub snapshot caches), or a mixture file (plain text or OpenTau JSON).
-
-    Scale-out: --shard RANK/WORLD --part-out FILE runs one share (merge with `lrtool report merge`);
-    --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
 
     Exit status: 0 no errors, 1 errors found, 2 the tool could not run.
     """
