@@ -26,12 +26,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "diagnose-decode": ("lerobot_tools.commands.diagnose_decode", "diagnose_decode",
                         "Say whether each video decodes on NVDEC or needs the CPU."),
     "prefetch": ("lerobot_tools.commands.prefetch", "prefetch",
-                 "Download a mixture's datasets, within the Hub's rate limits."),
+                 "Download a mixture's datasets within the Hub's rate limits."),
     "repair": ("lerobot_tools.commands.repair", "repair", "Fix what validate finds: diff first, backup, --undo."),
     "smoke": ("lerobot_tools.commands.smoke", "smoke", "Run the bundled loaders over the data as a smoke test."),
     "report": ("lerobot_tools.commands.report", "report", "Print the merged report of a scale-out run."),
     "reencode": ("lerobot_tools.commands.reencode", "reencode",
-                 "Re-encode videos (e.g. AV1 to H.264), verified, with --undo."),
+                 "Re-encode videos (e.g. AV1 to H.264), with --undo."),
     "help": ("lerobot_tools.commands.help", "help_", "Show a command's help, or a topic: `lrtool help scale-out`."),
 }
 

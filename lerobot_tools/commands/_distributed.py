@@ -90,16 +90,16 @@ def _parse_kv(ctx, param, values):
 SCALE_OUT_NOTE = "Scale-out: --shard/--executor and friends, see `lrtool help scale-out`."
 
 #: What ``lrtool help scale-out`` says before its table of commands and its options.
-SCALE_OUT_HELP = """Run a command's work as shares on many processes or machines. The merged
-report and exit status are those of one ordinary run.
+SCALE_OUT_HELP = """Run a command's work as shares on many processes or machines; the merged report
+and exit status are those of one ordinary run.
 
---shard RANK/WORLD --part-out FILE runs one share, anywhere: run it for every
-RANK, then `lrtool report merge DIR` (DIR: the folder of the part files).
+--shard RANK/WORLD --part-out DIR/part-RANK.json runs one share, anywhere: run
+every RANK, then `lrtool report merge DIR`.
 
 --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on
 datatrove (pip install 'lerobot-tools[distributed]') and prints the merged
-report; slurm submits and returns: `lrtool report DIR --wait` for the result.
-Run the same command again to retry failed tasks (completed ones are skipped)."""
+report; slurm submits and returns (then: `lrtool report DIR --wait`). Run the
+command again to retry failed tasks; completed ones are skipped."""
 
 
 def scale_out_params(hidden: bool = True) -> list[click.Option]:

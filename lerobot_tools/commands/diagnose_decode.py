@@ -13,7 +13,7 @@ from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
-@distributed_options("video files probed; verdicts, decode tests and advice computed once, at the merge (--gpu MODEL)")
+@distributed_options("video files probed; verdicts and decode tests at the merge")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda|cuda:N",

@@ -11,8 +11,8 @@ import click
 
 from lerobot_tools.commands._common import fail
 
-#: topic name -> one line for ``lrtool help --help``
-TOPICS = {"scale-out": "the --shard/--executor options of validate, reshard, ... (listed once)"}
+#: the help topics (``lrtool help TOPIC``)
+TOPICS = ("scale-out",)
 
 
 @click.command("help")
@@ -23,9 +23,8 @@ def help_(ctx: click.Context, topic: str | None) -> None:
 
     \b
     Topics:
-      scale-out  --shard, --executor and the other options shared by
-                 validate, reshard, diagnose-decode, reencode, prefetch
-                 and repair, with their help texts.
+      scale-out  the --shard/--executor options several commands share,
+                 listed once with their help texts.
     """
     group_ctx = ctx.parent if ctx.parent is not None else ctx
     group = group_ctx.command

@@ -11,8 +11,8 @@ from lerobot_tools.commands._distributed import distributed_options
 
 
 @interrupt_note("files already renamed into place are complete; partial downloads were discarded")
-@distributed_options("repos, never split; each task takes --budget-fraction / tasks at once; the lock file is "
-                     "written at the merge")
+@distributed_options("repos, never split; a task takes --budget-fraction / tasks at once; lock written at "
+                     "the merge")
 @click.command()
 @click.argument("mixture", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--local-dir-root", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",

@@ -11,7 +11,7 @@ from lerobot_tools.errors import LrtoolError
 
 
 @interrupt_note("each video file is either its original or its verified re-encode; run again to finish")
-@distributed_options("video files, balanced by frames")
+@distributed_options("video files by frames")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--codec", type=click.Choice(["h264", "hevc", "av1"]), default="h264", show_default=True,

@@ -10,7 +10,7 @@ from lerobot_tools.commands._distributed import distributed_options
 
 
 @interrupt_note("a repair stopped mid-way was rolled back from its backup")
-@distributed_options("datasets, each one transaction (never split); reports in target order")
+@distributed_options("datasets, each one transaction (never split)")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--dry-run", is_flag=True, help="Show the diffs and the outcome, tried on a shadow copy in "

@@ -19,7 +19,7 @@ from lerobot_tools.errors import LrtoolError
 
 
 @interrupt_note("each data file is either its original or its complete, verified rewrite; run again to finish")
-@distributed_options("data files, balanced by bytes (a large dataset split by file)")
+@distributed_options("data files by bytes (a large dataset split by file)")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--row-group-mb", type=FiniteFloatRange(min=0, min_open=True), default=32.0, show_default=True,

@@ -11,7 +11,7 @@ from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
-@distributed_options("datasets, balanced by bytes (a large one split by file); no --write-keep")
+@distributed_options("datasets by bytes (a large one split by file)")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--deep", is_flag=True, help="Also scan timestamps (D001-D005) and all videos.")
