@@ -46,7 +46,8 @@ def parse(name: str, *args: str) -> dict:
 def test_the_commands_under_test_are_every_command():
     assert sorted(COMMANDS) == sorted(["validate", "checks", "reshard", "diagnose-decode", "prefetch", "repair",
                                        "smoke", "report", "reencode", "help"])
-    assert sorted(n for n in COMMANDS if any(p.name == "shard" for p in command(n).params)) == sorted(SCALE_OUT_COMMANDS)
+    having = [n for n in COMMANDS if any(p.name == "shard" for p in command(n).params)]
+    assert sorted(having) == sorted(SCALE_OUT_COMMANDS)
 
 
 @pytest.mark.parametrize("args", [[]] + [[name] for name in COMMANDS], ids=lambda a: a[0] if a else "lrtool")
@@ -169,10 +170,12 @@ BAD = [
     (["--part-out", "p.json"], "lrtool: error: --part-out needs --shard or --executor"),
     (["--executor", "local", "--tasks", "2"],
      "lrtool: error: --executor needs --logging-dir DIR (plan, parts, logs; re-run with it to resume)"),
-    (["--executor", "slurm", "--tasks", "2", "--logging-dir", "d"], "lrtool: error: --executor slurm needs --slurm-partition"),
+    (["--executor", "slurm", "--tasks", "2", "--logging-dir", "d"],
+     "lrtool: error: --executor slurm needs --slurm-partition"),
     (["--executor", "local", "--tasks", "2", "--logging-dir", "d", "--ray-address", "a"],
      "lrtool: error: --ray-address applies to --executor ray"),
-    (["--shard", "0/2", "--part-out", "p", "--slurm-qos", "q"], "lrtool: error: --slurm-qos applies to --executor, not --shard"),
+    (["--shard", "0/2", "--part-out", "p", "--slurm-qos", "q"],
+     "lrtool: error: --slurm-qos applies to --executor, not --shard"),
 ]
 
 
@@ -189,6 +192,7 @@ def test_help_topic_does_not_import_heavy_modules():
     probe = ("import sys\nfrom lerobot_tools.cli import main\n"
              "for args in (['help', 'scale-out'], ['help', 'validate'], ['--help']):\n"
              "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
-             "print('HEAVY', [m for m in ('torch', 'torchcodec', 'datasets', 'datatrove', 'ray') if m in sys.modules])\n")
+             "heavy = ('torch', 'torchcodec', 'datasets', 'datatrove', 'ray')\n"
+             "print('HEAVY', [m for m in heavy if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert "Scale-out options:" in out and out.strip().endswith("HEAVY []"), out[-500:]
