@@ -16,7 +16,7 @@ from lerobot_tools.commands._distributed import distributed_options
 @click.option("--dry-run", is_flag=True, help="Show the diffs and the outcome, tried on a shadow copy in "
               "$TMPDIR; write nothing in the dataset.")
 @click.option("--only", multiple=True, metavar="IDS", help="Only repair these check IDs or prefixes, e.g. "
-              "C,S005 (an info finding only when its ID is named in full).")
+              "C,S005 (an info finding only when its ID is named in full). Repeatable.")
 @click.option("--drop-undeclared", is_flag=True, help="S002: drop undeclared columns instead of declaring them.")
 @click.option("--move-files", is_flag=True, help="F002: move the videos found elsewhere to where video_path "
               "points, instead of rewriting video_path.")

@@ -46,6 +46,7 @@ def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb
     """Check datasets for drift between info.json, parquet, tasks and files. Offline and read-only.
 
     TARGET is a dataset folder, a repo id org/name[@revision] in the local caches, or a mixture file.
+    The IDS and NAME=VALUE options can be repeated.
 
     Exit status: 0 no errors, 1 errors found, 2 the tool could not run.
     """
