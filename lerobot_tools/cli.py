@@ -19,15 +19,20 @@ from lerobot_tools import __version__, exitcodes
 
 # name -> (module, attribute, one-line help shown by `lrtool --help` without importing the module)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "validate": ("lerobot_tools.commands.validate", "validate", "Check datasets for drift between info.json, parquet, tasks and files."),
+    "validate": ("lerobot_tools.commands.validate", "validate", "Check datasets for drift between metadata and files."),
     "checks": ("lerobot_tools.commands.validate", "checks", "List the check catalogue (IDs, severities, docs)."),
-    "reshard": ("lerobot_tools.commands.reshard", "reshard", "Rewrite data parquet into page-indexed, episode-aligned row groups."),
-    "diagnose-decode": ("lerobot_tools.commands.diagnose_decode", "diagnose_decode", "Say whether each video decodes on this GPU's NVDEC or must go to CPU."),
-    "prefetch": ("lerobot_tools.commands.prefetch", "prefetch", "Prewarm local copies of a mixture with bounded, 429-safe downloads."),
-    "repair": ("lerobot_tools.commands.repair", "repair", "Fix mechanically what validate finds: diff first, backup, --undo."),
-    "smoke": ("lerobot_tools.commands.smoke", "smoke", "Run the bundled loaders over real data as an end-to-end smoke test."),
-    "report": ("lerobot_tools.commands.report", "report", "Merge the parts of a distributed run (--shard / --executor) into one report."),
-    "reencode": ("lerobot_tools.commands.reencode", "reencode", "Re-encode videos (e.g. AV1 to H.264), keeping every frame time, verified, with --undo."),
+    "reshard": ("lerobot_tools.commands.reshard", "reshard",
+                "Rewrite parquet into episode-aligned, page-indexed groups."),
+    "diagnose-decode": ("lerobot_tools.commands.diagnose_decode", "diagnose_decode",
+                        "Say whether each video decodes on NVDEC or needs the CPU."),
+    "prefetch": ("lerobot_tools.commands.prefetch", "prefetch",
+                 "Download a mixture's datasets within the Hub's rate limits."),
+    "repair": ("lerobot_tools.commands.repair", "repair", "Fix what validate finds: diff first, backup, --undo."),
+    "smoke": ("lerobot_tools.commands.smoke", "smoke", "Run the bundled loaders over the data as a smoke test."),
+    "report": ("lerobot_tools.commands.report", "report", "Print the merged report of a scale-out run."),
+    "reencode": ("lerobot_tools.commands.reencode", "reencode",
+                 "Re-encode videos (e.g. AV1 to H.264), with --undo."),
+    "help": ("lerobot_tools.commands.help", "help_", "Show a command's help, or a topic: `lrtool help scale-out`."),
 }
 
 

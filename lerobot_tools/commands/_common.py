@@ -36,12 +36,12 @@ class FiniteFloatRange(click.FloatRange):
 
 
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                             show_default=True, help="text for people, json (one document on stdout) for machines.")
-jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=0), default=1, show_default=True,
-                           help="Worker processes (0 = one per CPU).")
+                             show_default=True, help="json: one document on stdout.")
+jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=0), default=1, show_default=True, metavar="N",
+                           help="Processes (0: one per CPU).")
 lock_timeout_option = click.option(
     "--lock-timeout", type=FiniteFloatRange(min=0, max=7 * 86400), default=60.0, show_default=True, metavar="SECONDS",
-    help="Wait this long for another lrtool run writing the same dataset to finish, then give up on that dataset.")
+    help="Wait for another run writing a dataset, then skip it.")
 
 
 def fail(message: str, status: int = exitcodes.CANNOT_RUN) -> NoReturn:

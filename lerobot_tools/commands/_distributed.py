@@ -1,11 +1,15 @@
 """The options every mixture command shares for scale-out, and what they do.
 
-``@distributed_options`` adds, to validate, reshard, diagnose-decode, repair and prefetch:
+``@distributed_options(unit)`` adds them to validate, reshard, diagnose-decode, reencode, repair and prefetch
+(:func:`scale_out_params` is their one definition):
 
 - ``--shard RANK/WORLD --part-out FILE``: process one deterministic share of the work and write a part
   result (the low-level primitive: run it WORLD times, anywhere, then ``lrtool report merge``);
 - ``--executor local|slurm|ray --tasks N [--workers W] --logging-dir DIR`` and the ``--slurm-*`` /
   ``--ray-address`` options: run the shares on datatrove.
+
+They are hidden from each command's ``--help`` (one line, :data:`SCALE_OUT_NOTE`, points to them) and listed
+once, with :data:`SCALE_OUT_HELP`, by ``lrtool help scale-out`` (:mod:`lerobot_tools.commands.help`).
 
 The decorated command receives one ``dist`` argument: None for an ordinary run, else a
 :class:`DistributedRequest`; it builds its plan spec and calls :func:`run_distributed`, which never returns.
@@ -81,37 +85,64 @@ def _parse_kv(ctx, param, values):
     return out
 
 
-_OPTIONS = [
-    click.option("--shard", callback=_parse_shard, metavar="RANK/WORLD",
-                 help="Process share RANK of WORLD (balanced by bytes; large datasets split by file) and write "
-                      "a part result to --part-out; merge the parts with `lrtool report merge`."),
-    click.option("--part-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                 help="Part result file of --shard (JSON); the run's plan.json is kept in the same folder."),
-    click.option("--executor", type=click.Choice(["local", "slurm", "ray"]), default=None,
-                 help="Run the shares on datatrove: local processes, a SLURM job array, or a Ray cluster."),
-    click.option("--tasks", type=click.IntRange(min=1, max=MAX_TASKS), default=None,
-                 help=f"Number of tasks (shares) for --executor (at most {MAX_TASKS:,})."),
-    click.option("--workers", type=click.IntRange(min=-1, max=MAX_TASKS), default=-1, show_default=True,
-                 help="Tasks running at the same time (-1 = all)."),
-    click.option("--logging-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                 help="Run folder: plan, parts, logs, completion markers. Re-running with it skips completed tasks."),
-    click.option("--slurm-partition", default=None, help="SLURM partition (needed by --executor slurm)."),
-    click.option("--slurm-time", default="24:00:00", show_default=True, help="SLURM time limit per task."),
-    click.option("--slurm-cpus-per-task", type=click.IntRange(min=1), default=1, show_default=True),
-    click.option("--slurm-mem-per-cpu-gb", type=click.IntRange(min=1), default=2, show_default=True),
-    click.option("--slurm-qos", default=None, help="SLURM QOS (default: the cluster's)."),
-    click.option("--slurm-sbatch-arg", "slurm_sbatch_args", multiple=True, callback=_parse_kv, metavar="KEY=VALUE",
-                 help="Extra sbatch option, e.g. account=robots or constraint=cpu. Repeatable."),
-    click.option("--slurm-venv-path", default=None,
-                 help="Virtualenv activate script each job sources (default: this Python's venv, if any)."),
-    click.option("--slurm-env-command", default=None,
-                 help="Shell command that sets up each job's environment instead (e.g. 'module load ...; source ...')."),
-    click.option("--ray-address", default=None,
-                 help="Ray cluster to use (default: $RAY_ADDRESS, else a local Ray instance for this run)."),
-]
-_NAMES = ["shard", "part_out", "executor", "tasks", "workers", "logging_dir", "slurm_partition", "slurm_time",
-          "slurm_cpus_per_task", "slurm_mem_per_cpu_gb", "slurm_qos", "slurm_sbatch_args", "slurm_venv_path",
-          "slurm_env_command", "ray_address"]
+#: The line each command with scale-out options shows at the end of its ``--help`` (the options are listed once,
+#: by ``lrtool help scale-out``).
+SCALE_OUT_NOTE = "Scale-out: --shard/--executor and friends, see `lrtool help scale-out`."
+
+#: What ``lrtool help scale-out`` says before its table of commands and its options.
+SCALE_OUT_HELP = """Run a command's work as shares on many processes or machines; the merged report
+and exit status are those of one ordinary run.
+
+--shard RANK/WORLD --part-out DIR/part-RANK.json runs one share, anywhere: run
+every RANK, then `lrtool report merge DIR`.
+
+--executor local|slurm|ray --tasks N --logging-dir DIR runs every share on
+datatrove (pip install 'lerobot-tools[distributed]') and prints the merged
+report; slurm submits and returns (then: `lrtool report DIR --wait`). Run the
+command again to retry failed tasks; completed ones are skipped."""
+
+
+def scale_out_params(hidden: bool = True) -> list[click.Option]:
+    """The scale-out options, new objects on every call (the one definition of their names, defaults, checks and
+    help texts).
+
+    Args:
+        hidden: leave them out of the command's ``--help`` (they are listed once, by ``lrtool help scale-out``).
+    """
+    o = functools.partial(click.Option, hidden=hidden)
+    return [
+        o(["--shard"], callback=_parse_shard, metavar="RANK/WORLD",
+          help="Process share RANK of WORLD and write a part result to --part-out; merge the parts with "
+               "`lrtool report merge`."),
+        o(["--part-out"], type=click.Path(dir_okay=False, path_type=Path), default=None,
+          help="Part result file of --shard (JSON); the run's plan.json is kept in the same folder."),
+        o(["--executor"], type=click.Choice(["local", "slurm", "ray"]), default=None,
+          help="Run the shares on datatrove: local processes, a SLURM job array, or a Ray cluster."),
+        o(["--tasks"], metavar="N", type=click.IntRange(min=1, max=MAX_TASKS), default=None,
+          help=f"Number of tasks (shares) for --executor (at most {MAX_TASKS:,})."),
+        o(["--workers"], metavar="N", type=click.IntRange(min=-1, max=MAX_TASKS), default=-1, show_default=True,
+          help="Tasks running at the same time (-1 = all)."),
+        o(["--logging-dir"], metavar="DIR", type=click.Path(file_okay=False, path_type=Path), default=None,
+          help="Run folder: plan, parts, logs, completion markers. Re-running with it skips completed tasks."),
+        o(["--slurm-partition"], metavar="NAME", default=None, help="SLURM partition (needed by --executor slurm)."),
+        o(["--slurm-time"], metavar="TIME", default="24:00:00", show_default=True, help="SLURM time limit per task."),
+        o(["--slurm-cpus-per-task"], metavar="N", type=click.IntRange(min=1), default=1, show_default=True,
+          help="CPUs of each task."),
+        o(["--slurm-mem-per-cpu-gb"], metavar="GB", type=click.IntRange(min=1), default=2, show_default=True,
+          help="Memory per CPU, in GB."),
+        o(["--slurm-qos"], metavar="NAME", default=None, help="SLURM QOS (default: the cluster's)."),
+        o(["--slurm-sbatch-arg", "slurm_sbatch_args"], multiple=True, callback=_parse_kv, metavar="KEY=VALUE",
+          help="Extra sbatch option, e.g. account=robots or constraint=cpu. Repeatable."),
+        o(["--slurm-venv-path"], metavar="FILE", default=None,
+          help="Virtualenv activate script each job sources (default: this Python's venv, if any)."),
+        o(["--slurm-env-command"], metavar="CMD", default=None,
+          help="Shell command that sets up each job's environment instead (e.g. 'module load ...; source ...')."),
+        o(["--ray-address"], metavar="ADDRESS", default=None,
+          help="Ray cluster to use (default: $RAY_ADDRESS, else a local Ray instance for this run)."),
+    ]
+
+
+_NAMES = [p.name for p in scale_out_params()]
 _SLURM_DEFAULTS = {"slurm_time": "24:00:00", "slurm_cpus_per_task": 1, "slurm_mem_per_cpu_gb": 2}
 
 
@@ -148,17 +179,29 @@ def _request(raw: dict) -> DistributedRequest | None:
     return None
 
 
-def distributed_options(f: Callable) -> Callable:
-    """Add the scale-out options to a click command; it receives them as one ``dist`` argument."""
+def distributed_options(unit: str) -> Callable[[click.Command], click.Command]:
+    """Give a click command the scale-out options; its callback receives them as one ``dist`` argument.
 
-    @functools.wraps(f)
-    def wrapper(*args, **kwargs):
-        raw = {name: kwargs.pop(name) for name in _NAMES}
-        return f(*args, dist=_request(raw), **kwargs)
+    Applied above ``@click.command()``. The options are hidden from the command's ``--help``, which ends with
+    :data:`SCALE_OUT_NOTE` instead; ``lrtool help scale-out`` lists them once, with ``unit`` (what one share of
+    this command's work is, e.g. "datasets, balanced by bytes") beside the command's name.
+    """
 
-    for opt in reversed(_OPTIONS):
-        wrapper = opt(wrapper)
-    return wrapper
+    def deco(cmd: click.Command) -> click.Command:
+        run = cmd.callback
+
+        @functools.wraps(run)
+        def callback(*args, **kwargs):
+            raw = {name: kwargs.pop(name) for name in _NAMES}
+            return run(*args, dist=_request(raw), **kwargs)
+
+        cmd.callback = callback
+        cmd.params.extend(scale_out_params(hidden=True))
+        cmd.epilog = SCALE_OUT_NOTE
+        cmd.scale_out_unit = unit  # type: ignore[attr-defined]
+        return cmd
+
+    return deco
 
 
 def run_distributed_targets(dist: DistributedRequest, command: str, targets, make_spec: Callable[[list], dict],

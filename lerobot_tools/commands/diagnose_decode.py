@@ -13,38 +13,30 @@ from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
+@distributed_options("video files probed; verdicts and decode tests at the merge")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda|cuda:N",
-              help="cpu: header probe, NVDEC verdicts and a CPU decode test. cuda[:N]: also decode on that GPU "
-                   "(torchcodec), report cpu_fallback and GPU vs CPU frames/s.")
+              help="cuda[:N]: also decode on that GPU (torchcodec).")
 @click.option("--gpu", "gpu", default=None, metavar="MODEL",
-              help="Give NVDEC verdicts for this GPU instead of the visible one: H100, A100, A100-80GB:1g.10gb (MIG), "
-                   "L4, A10G, B200, RTX 4090, cc8.6 ...")
-@click.option("--all-files", is_flag=True, help="Read the decoder header of every video file, not the first per video feature.")
+              help="Judge for this GPU: H100, A100-80GB:1g.10gb, L4, cc8.6...")
+@click.option("--all-files", is_flag=True, help="Read every video file's header, not one per feature.")
 @click.option("--frames", type=click.IntRange(min=0), default=8, show_default=True, metavar="K",
-              help="Frames decoded per stream group at random (seeded) positions; 0 = no decode test.")
+              help="Frames decoded per stream group (0: none).")
 @click.option("--target-fps", type=FiniteFloatRange(min=0, min_open=True), default=1000.0, show_default=True,
-              help="Random frames/s the CPU worker estimate is for.")
+              metavar="FPS", help="Frames/s the CPU worker estimate is for.")
 @format_option
 @jobs_option
-@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: for mixtures on a terminal).")
-@distributed_options
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: mixtures on a terminal).")
 def diagnose_decode(targets, device, gpu, all_files, frames, target_fps, fmt, jobs, progress, dist):
-    """Say whether each video stream decodes on a GPU's NVDEC or must go to the CPU, and why.
+    """Say whether each video stream decodes on a GPU's NVDEC or must go to the CPU, why, and what to do.
 
-    TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches, or a mixture file.
-    Every referenced video is checked for presence and integrity; the decoder header of the first file of
-    each video feature (--all-files: every file) is compared with info.json; identical streams are grouped
-    and judged against NVIDIA's NVDEC table for the target GPU (--gpu MODEL, else the visible GPU); K frames
-    are decoded on the CPU (and with --device cuda on the GPU) to measure the cost. Each problem comes with
-    what to do: CPU workers needed, the lrtool reencode command, or a GPU generation that decodes it.
+    TARGET is a dataset folder, a repo id org/name[@revision] in the local caches, or a mixture file.
+    Streams are judged against NVIDIA's NVDEC table for --gpu MODEL (else the visible GPU); K frames
+    of each are decoded to measure the cost.
 
-    Scale-out: --shard / --executor probe the files on many machines; the verdicts, decode tests and
-    advice are computed once, where the parts are merged (use --gpu MODEL to judge for a given GPU).
-
-    Exit status: 0 no errors; 1 errors (the requested device cannot decode; missing, placeholder, truncated
-    or undecodable videos; unreadable targets); 2 the tool could not run (bad options, unreadable mixture).
+    Exit status: 0 no errors; 1 errors (the device cannot decode; missing, truncated or undecodable
+    videos; unreadable targets); 2 the tool could not run.
     """
     from lerobot_tools.diagnose import DiagnoseOptions, diagnose, parse_device
     from lerobot_tools.video.nvdec import lookup_gpu

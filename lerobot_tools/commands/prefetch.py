@@ -11,63 +11,42 @@ from lerobot_tools.commands._distributed import distributed_options
 
 
 @interrupt_note("files already renamed into place are complete; partial downloads were discarded")
+@distributed_options("repos, never split; a task takes --budget-fraction / tasks at once; lock written at "
+                     "the merge")
 @click.command()
 @click.argument("mixture", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--local-dir-root", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Put each repo in DIR/<repo_id> (default: $HF_LEROBOT_HOME/<repo_id>, where LeRobot loaders look).")
-@click.option("--max-workers", type=click.IntRange(min=1), default=16, show_default=True,
+@click.option("--local-dir-root", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="Root of the copies (default: $HF_LEROBOT_HOME).")
+@click.option("--max-workers", type=click.IntRange(min=1), default=16, show_default=True, metavar="N",
               help="Download threads.")
-@click.option("--dry-run", is_flag=True, help="Resolve and list only: report what is missing, write and download nothing.")
-@click.option("--meta-only", is_flag=True,
-              help="Fetch only meta/ and the dataset card (README.md) of every repo and mark the copy, so that "
-                   "`lrtool validate --write-keep` can decide which episodes to download (docs/curation.md).")
-@click.option("--offline", is_flag=True,
-              help="Make no request (also when HF_HUB_OFFLINE=1): report whether each local copy is complete "
-                   "against its cached tree listing.")
+@click.option("--dry-run", is_flag=True, help="List what is missing; download nothing.")
+@click.option("--meta-only", is_flag=True, help="Fetch only meta/ and the card (README.md).")
+@click.option("--offline", is_flag=True, help="No requests: check local copies are complete.")
 @click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Lock file with the resolved commit of every entry (default: beside the mixture, "
-                   "mixture.txt -> mixture.lock).")
+              help="Commit lock file (default: MIXTURE with .lock).")
 @click.option("--no-lock", is_flag=True, help="Neither read nor write a lock file.")
-@click.option("--update-lock", is_flag=True, help="Resolve branches and tags again even if the lock has their commit.")
-@click.option("--api-requests", type=click.IntRange(min=1), default=None,
-              help="Requests per window for the Hub's \"api\" bucket (revision resolves, tree listing pages). "
-                   "Default 500 anonymous, 1000 with a token, or what the server advertises.")
-@click.option("--resolve-requests", type=click.IntRange(min=1), default=None,
-              help="Requests per window for the Hub's \"resolvers\" bucket (file downloads). "
-                   "Default 3000 anonymous, 5000 with a token, or what the server advertises.")
+@click.option("--update-lock", is_flag=True, help="Resolve branches and tags again.")
+@click.option("--api-requests", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Requests per window, \"api\" bucket.")
+@click.option("--resolve-requests", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Requests per window, \"resolvers\" bucket.")
 @click.option("--window-s", type=FiniteFloatRange(min=0, min_open=True, max=86400), default=300.0, show_default=True,
-              help="Length of the rate-limit window of those quotas, in seconds (the Hub's is 5 minutes).")
+              metavar="S", help="Quota window.")
 @click.option("--budget-fraction", type=FiniteFloatRange(min=0, min_open=True, max=1), default=1.0,
-              show_default=True,
-              help="Share of every bucket this process takes, e.g. 0.25 when 4 processes prefetch at once "
-                   "from one address or token.")
+              show_default=True, metavar="F", help="Share of the quotas this process takes.")
 @click.option("--max-wait-s", type=FiniteFloatRange(min=0, max=7 * 86400), default=900.0, show_default=True,
-              help="Longest one request may wait for rate limits and retries; a server asking for more "
-                   "makes that request fail with a clear message.")
+              metavar="S", help="Longest wait of one request.")
 @format_option
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bars for files and bytes on stderr (default: when stderr is a terminal).")
-@distributed_options
+@click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal).")
 def prefetch(mixture, local_dir_root, max_workers, dry_run, meta_only, offline, lock_path, no_lock, update_lock,
              api_requests, resolve_requests, window_s, budget_fraction, max_wait_s, fmt, progress, dist):
     """Download every dataset MIXTURE names into the local layout, skipping what is already on disk.
 
-    MIXTURE is a mixture file (lines `org/name[@revision] [episodes=0-9,12]`, or OpenTau JSON).
-    Revisions may be a branch, a tag (v2.1, v3.0) or a 40-hex commit SHA. Episode subsets fetch only
-    meta/ and the data/video files that hold those episodes; --meta-only fetches meta/ and the card only
-    (decide with `lrtool validate MIXTURE --write-keep keep.txt`, then `lrtool prefetch keep.txt`). The endpoint is HF_ENDPOINT (default
-    https://huggingface.co); the token is HF_TOKEN or the stored one, sent but never printed.
-
-    Requests are paced per Hub rate-limit bucket ("api": resolves and listings; "resolvers": downloads),
-    adapting to the RateLimit / RateLimit-Policy headers the server sends; waits are announced on stderr
-    and bounded by --max-wait-s.
-
-    Scale-out: --shard / --executor fetch the repos on many machines (a repo folder is never split); each
-    task takes --budget-fraction divided by the tasks running at once, so the whole run stays within the
-    Hub's per-address limits; the lock file is written once, when the parts are merged.
+    MIXTURE: lines `org/name[@revision] [episodes=0-9,12]`, or OpenTau JSON. Requests are paced
+    within the Hub's rate limits (HF_ENDPOINT, HF_TOKEN); waits are announced on stderr.
 
     Exit status: 0 every entry complete, 1 some entry incomplete, 2 the tool could not run, 130/143
-    interrupted by Ctrl-C/SIGTERM.
+    interrupted (Ctrl-C/SIGTERM).
     """
     from lerobot_tools.errors import LrtoolError
     from lerobot_tools.prefetch.report import render_text

@@ -11,52 +11,40 @@ from lerobot_tools.errors import LrtoolError
 
 
 @interrupt_note("each video file is either its original or its verified re-encode; run again to finish")
+@distributed_options("video files by frames")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
 @click.option("--codec", type=click.Choice(["h264", "hevc", "av1"]), default="h264", show_default=True,
               help="The codec to write.")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda|cuda:N",
-              help="cpu: libx264/libx265/libsvtav1; cuda: NVENC (A100 and H100 have none).")
-@click.option("--only-undecodable", is_flag=True,
-              help="Re-encode only the streams the --gpu model's NVDEC cannot decode (diagnose-decode's table).")
-@click.option("--gpu", default=None, metavar="MODEL", help="GPU model for --only-undecodable (H100, A100:1g.5gb, cc9.0).")
-@click.option("--pix-fmt", default=None, help="Output pixel format (default yuv420p; yuv420p10le for a 10-bit source "
-              "written as HEVC or AV1).")
-@click.option("--gop", type=click.IntRange(1, 1000), default=None,
-              help="Keyframe interval (default: the source's, at most 30).")
-@click.option("--crf", type=click.IntRange(0, 63), default=None, help="Quality (default h264 18, hevc 22, av1 30).")
-@click.option("--preset", default=None, help="Encoder preset (default x264/x265 fast, SVT-AV1 12, NVENC p4).")
-@click.option("--psnr-floor", type=FiniteFloatRange(0, 100), default=35.0, show_default=True,
-              help="Refuse a new file whose sampled frames fall below this PSNR (dB) against the source.")
-@click.option("--drop-originals", is_flag=True,
-              help="Delete each original once its verified re-encode is in place (default: keep it in "
-                   ".lrtool/reencode/ for --undo).")
-@click.option("--undo", is_flag=True, help="Restore the originals of every earlier re-encode of the targets.")
-@click.option("--dry-run", is_flag=True, help="List the files, frames and an estimated time (from a measured sample); "
-              "write nothing.")
+              help="cuda[:N]: NVENC, else the CPU.")
+@click.option("--only-undecodable", is_flag=True, help="Only the streams --gpu's NVDEC cannot decode.")
+@click.option("--gpu", default=None, metavar="MODEL", help="GPU for --only-undecodable: H100, cc9.0...")
+@click.option("--pix-fmt", default=None, metavar="FMT", help="Pixel format (default yuv420p, or yuv420p10le).")
+@click.option("--gop", type=click.IntRange(1, 1000), default=None, metavar="N",
+              help="Keyframe interval (default: the source's, <= 30).")
+@click.option("--crf", type=click.IntRange(0, 63), default=None, metavar="N",
+              help="Quality (default h264 18, hevc 22, av1 30).")
+@click.option("--preset", default=None, metavar="NAME", help="Encoder preset (default: per encoder).")
+@click.option("--psnr-floor", type=FiniteFloatRange(0, 100), default=35.0, show_default=True, metavar="DB",
+              help="Refuse a re-encode below this PSNR.")
+@click.option("--drop-originals", is_flag=True, help="Delete each original once replaced (no --undo).")
+@click.option("--undo", is_flag=True, help="Restore the originals of earlier re-encodes.")
+@click.option("--dry-run", is_flag=True, help="List files, frames and an estimated time.")
 @jobs_option
 @format_option
-@click.option("--progress/--no-progress", default=None, help="Progress bar (frames/s, ETA) on stderr (default: on a "
-              "terminal).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on a terminal).")
 @lock_timeout_option
-@distributed_options
 def reencode(targets, codec, device, only_undecodable, gpu, pix_fmt, gop, crf, preset, psnr_floor, drop_originals,
              undo, dry_run, jobs, fmt, progress, lock_timeout, dist):
     """Re-encode the videos of datasets, keeping every frame and its timestamp.
 
-    TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches, or a mixture file.
-    Each video is encoded with PyAV to a temporary file beside it, verified (same frame count, every frame's
-    timestamp within 1 us, every frame decodes, sampled frames above --psnr-floor against the source) and only then
-    atomically put in place; the original moves to .lrtool/reencode/ (--undo restores it). info.json's video.codec
-    and video.pix_fmt are updated once every file of a camera is done. A re-run skips files already in the target
-    format, so a killed run resumes.
+    TARGET is a dataset folder, a repo id org/name[@revision] in the local caches, or a mixture file.
+    Each new file is verified (frames, timestamps, --psnr-floor) before it replaces the original,
+    which is kept for --undo; a re-run resumes.
 
-    Scale-out: --shard RANK/WORLD --part-out FILE re-encodes one share (video files balanced by frames);
-    --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
-
-    Exit status: 0 every file re-encoded, planned or already done; 1 a file or dataset failed (it is left
-    untouched); 2 the tool could not run (bad option, no such encoder); 130/143 interrupted. --device cuda
-    without an NVENC engine here (an A100, an H100) encodes on the CPU and says so.
+    Exit status: 0 every file re-encoded, planned or already done; 1 a file or dataset failed (left
+    untouched); 2 the tool could not run; 130/143 interrupted (Ctrl-C/SIGTERM).
     """
     from lerobot_tools.reencode import ReencodeOptions, undo_targets
     from lerobot_tools.reencode import reencode as run_reencode

@@ -10,45 +10,31 @@ from lerobot_tools.commands._distributed import distributed_options
 
 
 @interrupt_note("a repair stopped mid-way was rolled back from its backup")
+@distributed_options("datasets, each one transaction (never split)")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
-@click.option("--dry-run", is_flag=True, help="Show what would change (unified diff of JSON files, parquet columns "
-              "and types before/after) and the outcome: the whole plan is written to a shadow of the dataset in "
-              "$TMPDIR (changed files only; the others are linked) and validated, so the dry run says what the real "
-              "run will fix, reveal and not apply. Writes nothing in the dataset.")
-@click.option("--only", multiple=True, metavar="IDS", help="Only repair these check IDs or prefixes (e.g. C,S005). "
-              "Repeatable. Validation still runs every check. A form lerobot's own writer produces (an info "
-              "finding, e.g. T004's unnamed task index) is rewritten only when its ID is named in full.")
-@click.option("--drop-undeclared", is_flag=True, help="S002: drop undeclared columns from every data file instead "
-              "of declaring them.")
-@click.option("--move-files", is_flag=True, help="F002: move the video files found elsewhere to where video_path points instead "
-              "of rewriting video_path.")
-@click.option("--undo", is_flag=True, help="Restore the latest backup byte for byte (and remove files the repair "
-              "created), then delete that backup.")
-@click.option("--verbose", "-v", is_flag=True, help="List every file, statistics cell and move, and every line of "
-              "each diff (the text report otherwise shows identical per-file changes as one block with a count and "
-              "the first paths; --format json always has everything).")
+@click.option("--dry-run", is_flag=True, help="Show the diffs and the outcome, tried on a shadow copy in "
+              "$TMPDIR; write nothing in the dataset.")
+@click.option("--only", multiple=True, metavar="IDS", help="Only repair these check IDs or prefixes, e.g. "
+              "C,S005 (an info finding only when its ID is named in full). Repeatable.")
+@click.option("--drop-undeclared", is_flag=True, help="S002: drop undeclared columns instead of declaring them.")
+@click.option("--move-files", is_flag=True, help="F002: move the videos found elsewhere to where video_path "
+              "points, instead of rewriting video_path.")
+@click.option("--undo", is_flag=True, help="Restore the latest backup byte for byte (removing files the "
+              "repair created), then delete it.")
+@click.option("--verbose", "-v", is_flag=True, help="List every file, statistics cell, move and diff line.")
 @format_option
 @lock_timeout_option
-@distributed_options
 def repair(targets, dry_run, only, drop_undeclared, move_files, undo, verbose, fmt, lock_timeout, dist):
     """Fix mechanically what validate finds: diff first, backup, --undo.
 
-    TARGET is a dataset folder, a repo id found in $HF_LEROBOT_HOME, or a mixture file (as for validate).
-    Datasets inside a huggingface_hub snapshot cache are refused (their files are shared blobs).
+    TARGET is a dataset folder, a repo id found in $HF_LEROBOT_HOME, or a mixture file (not a
+    huggingface_hub snapshot cache: its files are shared blobs). The plan is first tried on a shadow
+    of the dataset and validated; a fix that would introduce an error is not applied. The files that
+    change are backed up in .lrtool/backup/ first; every write is atomic and verified.
 
-    Every change fixes a named finding. The whole plan is first tried on a shadow of the dataset and validated:
-    a fix whose written bytes would introduce an error (or that clears nothing) is not applied, and the report
-    names the finding that says why; findings the repair only makes visible (info, warnings, the contents of
-    files moved into place) are listed as such. The originals of the files that change are copied to
-    .lrtool/backup/<UTC timestamp>/ in the dataset root before the first write; every write is atomic and
-    verified; validate runs again afterwards and a repair that makes loading worse is rolled back.
-
-    Scale-out: --shard / --executor repair whole datasets on many machines (a dataset is one transaction,
-    never split); `lrtool report` prints the reports in target order.
-
-    Exit status: 0 every repairable finding fixed and no errors remain; 1 errors remain, or a repair failed
-    or was rolled back; 2 the tool could not run; 130/143 interrupted by Ctrl-C/SIGTERM.
+    Exit status: 0 every repairable finding fixed and no errors remain; 1 errors remain, or a repair
+    failed or was rolled back; 2 the tool could not run; 130/143 interrupted (Ctrl-C/SIGTERM).
     """
     from lerobot_tools.checks.catalogue import expand_selection
     from lerobot_tools.errors import LrtoolError

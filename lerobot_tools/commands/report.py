@@ -15,27 +15,28 @@ NOT_COMPLETE = 3
 @click.command()
 @click.argument("paths", nargs=-1, required=True, metavar="[merge] PATH...")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default=None,
-              help="text or json (default: what the launching command asked for).")
-@click.option("--wait", is_flag=True, help="Block until every task has written its part (at most --timeout-s).")
-@click.option("--timeout-s", type=FiniteFloatRange(min=0), default=86400.0, show_default=True,
-              help="Longest --wait, in seconds.")
-@click.option("--poll-s", type=FiniteFloatRange(min=0.05), default=10.0, show_default=True,
+              help="Default: what the launching command asked for.")
+@click.option("--wait", is_flag=True, help="Block until every task has written its part.")
+@click.option("--timeout-s", type=FiniteFloatRange(min=0), default=86400.0, show_default=True, metavar="S",
+              help="Longest --wait.")
+@click.option("--poll-s", type=FiniteFloatRange(min=0.05), default=10.0, show_default=True, metavar="S",
               help="Seconds between checks while waiting.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="validate runs: record the merged findings in this file.")
+              help="validate runs: record the merged findings here.")
 @click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="prefetch runs: write the lock file (every resolved commit) here.")
+              help="prefetch runs: write the lock file here.")
 def report(paths, fmt, wait, timeout_s, poll_s, write_baseline, lock_path):
-    """Print the merged report of a distributed run, with the exit status the single-process run gives.
+    """Print the merged report of a scale-out run, with the exit status one ordinary run gives.
 
     \b
-    lrtool report DIR                 the run in DIR (--logging-dir, or the folder of --part-out)
-    lrtool report DIR --wait          ... blocking until every task has finished
-    lrtool report merge PARTS...|DIR  merge these part files (or every part-*.json in DIR) now
+    lrtool report DIR                 the run in DIR (its --logging-dir, or
+                                      the folder of its --part-out files)
+    lrtool report DIR --wait          ... once every task has finished
+    lrtool report merge PARTS...|DIR  merge these part files (or every
+                                      part-*.json in DIR) now
 
-    Every part must belong to the run's plan.json (its identity and request digest). A file written outside the
-    run folder is named on this command line, never read from the folder: --write-baseline for a validate run,
-    --lock for a prefetch run (the launching command writes its own when it merges the run itself).
+    Every part must belong to the run's plan.json. Files outside the run folder are written only
+    when named here: --write-baseline (validate), --lock (prefetch).
 
     Exit status: the command's own (validate: 0 no errors, 1 errors found); 2 the tool could not run
     (unreadable or foreign parts, a task ended without its part); 3 the run is not complete yet.

@@ -11,47 +11,42 @@ from lerobot_tools.commands._distributed import distributed_options
 from lerobot_tools.errors import LrtoolError
 
 
+@distributed_options("datasets by bytes (a large one split by file)")
 @click.command()
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
-@click.option("--deep", is_flag=True, help="Also stream index/timestamp columns (D001-D005) and read every video header.")
+@click.option("--deep", is_flag=True, help="Also scan timestamps (D001-D005) and all videos.")
 @format_option
-@click.option("--select", multiple=True, metavar="IDS", help="Only these check IDs or prefixes (e.g. S,T002). Repeatable.")
-@click.option("--ignore", multiple=True, metavar="IDS", help="Never report these check IDs or prefixes. Repeatable.")
+@click.option("--select", multiple=True, metavar="IDS", help="Only these check IDs or prefixes, e.g. S,T002.")
+@click.option("--ignore", multiple=True, metavar="IDS", help="Never report these check IDs or prefixes.")
 @jobs_option
-@click.option("--tolerance-s", type=FiniteFloatRange(min=0), default=1e-4, show_default=True,
-              help="Allowed |timestamp - k/fps| for the k-th frame of an episode, in seconds (--deep).")
-@click.option("--row-group-mb", type=FiniteFloatRange(min=0.001), default=32.0, show_default=True,
-              help="Row-group size limit; groups above twice this are reported (R002).")
-@click.option("--world-size", type=click.IntRange(min=1), default=None, help="Check the shard count divides across N ranks (R004).")
-@click.option("--all-videos", is_flag=True, help="Read the decoder header of every video, not the first per video key.")
+@click.option("--tolerance-s", type=FiniteFloatRange(min=0), default=1e-4, show_default=True, metavar="S",
+              help="Allowed |timestamp - k/fps| of frame k (--deep).")
+@click.option("--row-group-mb", type=FiniteFloatRange(min=0.001), default=32.0, show_default=True, metavar="MB",
+              help="Row-group size limit (R002).")
+@click.option("--world-size", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Check the shard count divides across N ranks (R004).")
+@click.option("--all-videos", is_flag=True, help="Read every video's header, not one per key.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Findings recorded in this file are reported as known and do not fail the run.")
+              help="Known findings: reported, not failing the run.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Record today's findings in this file.")
-@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: for mixtures on a terminal).")
-@click.option("--chunk-size", type=click.IntRange(min=1), default=50, show_default=True,
-              help="Action chunk of the policy to train (Q008: shorter episodes are mostly padding); 50 is pi0, "
-                   "pi0.5 and SmolVLA's default, ACT uses 100.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: mixtures on a terminal).")
+@click.option("--chunk-size", type=click.IntRange(min=1), default=50, show_default=True, metavar="N",
+              help="Action chunk of the policy to train (Q008).")
 @click.option("--camera-frames", type=click.IntRange(min=0, max=64), default=0, show_default=True, metavar="N",
-              help="Decode N frames per episode and camera for the camera checks Q011-Q014 (--deep; 0: not run).")
+              help="Frames decoded per episode and camera for Q011-Q014 (--deep).")
 @click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
-              help="Set a content-check threshold (docs/curation.md), e.g. spike_k=20 or idle_s=2. Repeatable.")
+              help="Set a content-check threshold, e.g. spike_k=20.")
 @click.option("--write-keep", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
-              help="Write a keep-list: a mixture file naming every dataset with the episodes that pass, reasons as "
-                   "comments (docs/curation.md#keep-lists).")
+              help="Write the episodes that pass as a mixture file.")
 @click.option("--exclude", multiple=True, metavar="IDS",
-              help="Findings of these check IDs or prefixes exclude an episode from --write-keep (default: the Q "
-                   "warnings and every error naming an episode). Repeatable.")
-@distributed_options
+              help="Findings that drop an episode from --write-keep.")
 def validate(targets, deep, fmt, select, ignore, jobs, tolerance_s, row_group_mb, world_size, all_videos,
              baseline, write_baseline, progress, chunk_size, camera_frames, thresholds, write_keep, exclude, dist):
     """Check datasets for drift between info.json, parquet, tasks and files. Offline and read-only.
 
-    TARGET is a dataset folder, a repo id org/name[@revision] found in the local caches
-    ($HF_LEROBOT_HOME, the hub snapshot caches), or a mixture file (plain text or OpenTau JSON).
-
-    Scale-out: --shard RANK/WORLD --part-out FILE runs one share (merge with `lrtool report merge`);
-    --executor local|slurm|ray --tasks N --logging-dir DIR runs every share on datatrove.
+    TARGET is a dataset folder, a repo id org/name[@revision] in the local caches, or a mixture file.
+    The IDS and NAME=VALUE options can be repeated.
 
     Exit status: 0 no errors, 1 errors found, 2 the tool could not run.
     """
