@@ -261,6 +261,18 @@ class Dataset:
         #: v3.0: statistics columns of small episodes files, decoded with :attr:`episodes` for the statistics checks
         self.stats_tables = EpisodeStatsTables()
 
+    def forget(self, *names: str) -> None:
+        """Drop the cached metadata ``names`` (``"episodes"``, ``"tasks"``, ...: the cached properties of this
+        class) so their memory can be freed; the next access reads them from disk again.
+
+        Raises:
+            ValueError: a name that is not a cached property of :class:`Dataset`.
+        """
+        for name in names:
+            if not isinstance(getattr(type(self), name, None), cached_property):
+                raise ValueError(f"{name!r} is not cached metadata of a Dataset")
+            vars(self).pop(name, None)
+
     # ------------------------------------------------------------------ info.json
     @property
     def codebase_version(self) -> str | None:

@@ -324,8 +324,7 @@ class FrameDataset(torch.utils.data.Dataset):
                                    | ({"timestamp"} if any(k in self.video_keys for k in self.delta_indices) else set()))
         # the per-episode metadata objects are not needed past construction (a mixture opens hundreds)
         self._ep_meta = []
-        self.meta.__dict__.pop("episodes", None)
-        self.meta.__dict__.pop("tasks", None)
+        self.meta.forget("episodes", "tasks")
 
     @property
     def hf_dataset(self):
