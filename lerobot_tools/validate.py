@@ -99,17 +99,17 @@ def apply_baseline(reports: list[DatasetReport], baseline: Path) -> None:
     known = read_baseline(baseline)
     for r in reports:
         for f in r.findings:
-            f.known = fingerprint(r.target, _stable(f)) in known
+            f.known = fingerprint(r.target, stable(f)) in known
 
 
 def record_baseline(reports: list[DatasetReport], baseline: Path) -> int:
     """Write every finding of ``reports`` to ``baseline``; returns how many were recorded."""
-    entries = [(r.target, _stable(f)) for r in reports for f in r.findings]
+    entries = [(r.target, stable(f)) for r in reports for f in r.findings]
     write_baseline(baseline, entries)
     return len(entries)
 
 
-def _stable(f: Finding) -> Finding:
+def stable(f: Finding) -> Finding:
     """The finding as fingerprinted: a grouped finding by its group key and count."""
     if f.group is not None and f.count > 1:
         return Finding(f.check, f.severity, None, f"{f.group} x{f.count}")

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lerobot_tools.reshard.model import PlannedGroup, ReshardOptions, VerifyError, _Oversize
+from lerobot_tools.reshard.model import PlannedGroup, ReshardOptions, VerifyError, Oversize
 from lerobot_tools._arrow_equal import values_equal
 from lerobot_tools.reshard.verify import _compare_content, verify_rewrite
 
@@ -152,7 +152,7 @@ def test_oversize_groups_ask_for_a_replan_with_the_worst_ratio(files):
     opts = ReshardOptions(row_group_mb=(big - 1) / 2**20)
     groups = _groups(est=100)
     groups[j].est_bytes = 10
-    with pytest.raises(_Oversize) as exc:
+    with pytest.raises(Oversize) as exc:
         verify_rewrite(original, cand, groups, opts)
     assert exc.value.worst == big and exc.value.ratio == pytest.approx(big / 10)
     # several groups over the limit: the worst ratio wins, not the largest group
@@ -161,12 +161,12 @@ def test_oversize_groups_ask_for_a_replan_with_the_worst_ratio(files):
     opts = ReshardOptions(row_group_mb=(small - 1) / 2**20)
     groups = _groups(est=10**6)
     groups[k].est_bytes = 1
-    with pytest.raises(_Oversize) as exc:
+    with pytest.raises(Oversize) as exc:
         verify_rewrite(original, cand, groups, opts)
     assert exc.value.worst == small and exc.value.ratio == pytest.approx(small)
     # an estimate of 0 counts as 1 byte
     groups[k].est_bytes = 0
-    with pytest.raises(_Oversize) as exc:
+    with pytest.raises(Oversize) as exc:
         verify_rewrite(original, cand, groups, opts)
     assert exc.value.ratio == pytest.approx(small)
 
@@ -304,7 +304,7 @@ def test_equal_ratios_keep_the_first_oversize_group(files):
     groups = _groups()
     for g, s in zip(groups, sizes):
         g.est_bytes = s
-    with pytest.raises(_Oversize) as exc:
+    with pytest.raises(Oversize) as exc:
         verify_rewrite(original, cand, groups, ReshardOptions(row_group_mb=(min(sizes) - 1) / 2**20))
     assert exc.value.ratio == 1.0 and exc.value.worst == sizes[0], (sizes, exc.value.worst)
 
@@ -316,7 +316,7 @@ def test_a_two_row_group_above_the_limit_is_oversize(tmp_path):
     c = _write(tmp_path / "c.parquet", t, sizes=(1, 2), use_dictionary=False)
     assert min(_sizes(c)) > 1000
     groups = [PlannedGroup(0, 0, 1, 100), PlannedGroup(1, 1, 2, 100)]
-    with pytest.raises(_Oversize) as exc:
+    with pytest.raises(Oversize) as exc:
         verify_rewrite(o, c, groups, ReshardOptions(row_group_mb=1000 / 2**20))
     assert exc.value.worst == _sizes(c)[1]
 

@@ -467,54 +467,54 @@ def test_column_from_values_row_by_row():
 def test_arrow_column_fast_path_and_fallbacks():
     f32 = np.arange(12, dtype=np.float32).reshape(2, 6) / 3
     col = pa.FixedSizeListArray.from_arrays(pa.array(f32.reshape(-1)), 6)
-    c = sb._arrow_column(col, "mean", STATE_FEAT)
+    c = sb.arrow_column(col, "mean", STATE_FEAT)
     assert c.values.dtype == np.float64 and c.ok.tolist() == [True, True] and c.shapes == {}
     np.testing.assert_array_equal(c.values, f32.astype(np.float64))
-    c = sb._arrow_column(pa.chunked_array([pa.array([[1.0, 2.0]], pa.large_list(pa.float64())),
+    c = sb.arrow_column(pa.chunked_array([pa.array([[1.0, 2.0]], pa.large_list(pa.float64())),
                                                      pa.array([[3.0, 4.0]], pa.large_list(pa.float64()))]),
                          "max", {"dtype": "float32", "shape": [2]})
     assert _col(c) == ([[1.0, 2.0], [3.0, 4.0]], [True, True], {})
     cam = pa.array([[[[0.1]], [[0.2]], [[0.3]]], [[[0.4]], [[0.5]], [[0.6]]]],
                    type=pa.list_(pa.list_(pa.list_(pa.float64()))))
-    c = sb._arrow_column(cam, "mean", CAM_FEAT)
+    c = sb.arrow_column(cam, "mean", CAM_FEAT)
     assert c.values.shape == (2, 3, 1, 1) and c.ok.all() and c.values[1].reshape(-1).tolist() == [0.4, 0.5, 0.6]
-    c = sb._arrow_column(pa.array([[20], [15]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
+    c = sb.arrow_column(pa.array([[20], [15]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
     assert c.values.dtype == np.int64 and _col(c) == ([[20], [15]], [True, True], {})
     # slices (an array's offset, chunks of a table read in pieces): only the rows' own values, at every level
     cams = pa.array([[[[float(10 * r + i)]] for i in range(3)] for r in range(4)],
                     type=pa.list_(pa.list_(pa.list_(pa.float64()))))
-    c = sb._arrow_column(pa.chunked_array([cams.slice(1, 2), cams.slice(3, 1)]), "mean", CAM_FEAT)
+    c = sb.arrow_column(pa.chunked_array([cams.slice(1, 2), cams.slice(3, 1)]), "mean", CAM_FEAT)
     assert c.ok.all() and c.values.reshape(3, 3).tolist() == [[10, 11, 12], [20, 21, 22], [30, 31, 32]]
-    c = sb._arrow_column(cams.slice(2, 2), "mean", CAM_FEAT)
+    c = sb.arrow_column(cams.slice(2, 2), "mean", CAM_FEAT)
     assert c.ok.all() and c.values.reshape(2, 3).tolist() == [[20, 21, 22], [30, 31, 32]]
     fixed = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(8, dtype=np.float64)), 2)
-    assert _col(sb._arrow_column(fixed.slice(1, 2), "max", {"dtype": "float32", "shape": [2]})) == (
+    assert _col(sb.arrow_column(fixed.slice(1, 2), "max", {"dtype": "float32", "shape": [2]})) == (
         [[2.0, 3.0], [4.0, 5.0]], [True, True], {})
     # counts of two values in every row: the shape is recorded for each row
-    c = sb._arrow_column(pa.array([[20, 20], [15, 15], [3, 3]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
+    c = sb.arrow_column(pa.array([[20, 20], [15, 15], [3, 3]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
     assert _col(c) == ([[0], [0], [0]], [False, False, False], {0: (2,), 1: (2,), 2: (2,)})
     # a null inside one row's count: that row cannot be read, the others can
-    c = sb._arrow_column(pa.array([[20], [None], [25]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
+    c = sb.arrow_column(pa.array([[20], [None], [25]], type=pa.list_(pa.int64())), "count", STATE_FEAT)
     assert _col(c) == ([[20], [0], [25]], [True, False, True], {1: "unreadable"})
     # a null row, rows of other lengths, and a shape other than the declared one
-    c = sb._arrow_column(pa.array([[1.0, 2.0], None, [1.0, 2.0, 3.0]], type=pa.list_(pa.float64())), "min",
+    c = sb.arrow_column(pa.array([[1.0, 2.0], None, [1.0, 2.0, 3.0]], type=pa.list_(pa.float64())), "min",
                          {"dtype": "float32", "shape": [2]})
     assert c.ok.tolist() == [True, False, False] and c.shapes == {1: None, 2: (3,)}
-    c = sb._arrow_column(pa.array([[1.0, 2.0, 3.0]] * 2, type=pa.list_(pa.float64())), "min",
+    c = sb.arrow_column(pa.array([[1.0, 2.0, 3.0]] * 2, type=pa.list_(pa.float64())), "min",
                          {"dtype": "float32", "shape": [2]})
     assert _col(c) == ([[1.0, 2.0, 3.0]] * 2, [True, True], {})
     # text is not a number, not even "1.5"
-    c = sb._arrow_column(pa.array([["a"], ["1.5"]], type=pa.list_(pa.string())), "mean",
+    c = sb.arrow_column(pa.array([["a"], ["1.5"]], type=pa.list_(pa.string())), "mean",
                          {"dtype": "float32", "shape": [1]})
     assert c.ok.tolist() == [False, False] and c.shapes == {0: "unreadable", 1: "unreadable"}
     # counts stored as floats: whole numbers are counts, others are not (as in JSON)
-    c = sb._arrow_column(pa.array([[20.0], [15.5], [math.nan], [12.0]], type=pa.list_(pa.float64())), "count",
+    c = sb.arrow_column(pa.array([[20.0], [15.5], [math.nan], [12.0]], type=pa.list_(pa.float64())), "count",
                          STATE_FEAT)
     assert c.values.dtype == np.int64
     assert _col(c) == ([[20], [0], [0], [12]], [True, False, False, True], {1: "unreadable", 2: "unreadable"})
-    c = sb._arrow_column(pa.array([[20.0], [15.0]], type=pa.list_(pa.float32())), "count", STATE_FEAT)
+    c = sb.arrow_column(pa.array([[20.0], [15.0]], type=pa.list_(pa.float32())), "count", STATE_FEAT)
     assert c.values.dtype == np.int64 and _col(c) == ([[20], [15]], [True, True], {})
-    c = sb._arrow_column(pa.array([], type=pa.list_(pa.float64())), "mean", STATE_FEAT)
+    c = sb.arrow_column(pa.array([], type=pa.list_(pa.float64())), "mean", STATE_FEAT)
     assert c.values.shape[0] == 0 and c.ok.tolist() == []
 
 
@@ -775,14 +775,14 @@ def test_stats_jsonl_lines_cap_each_line(tmp_path, monkeypatch):
     far_over = "{" + " " * (3 * 2**20) + good[2][1:]
     (root / STATS_JSONL).write_text("\n".join([at_cap, over, far_over, good[1], good[2]]) + "\n")
     problems: list = []
-    got = [(off, n, len(line)) for off, n, line in st._stats_jsonl_lines(root, problems)]
+    got = [(off, n, len(line)) for off, n, line in st.stats_jsonl_lines(root, problems)]
     offsets = np.cumsum([0] + [len(x) + 1 for x in (at_cap, over, far_over, good[1])]).tolist()
     assert got == [(0, 1, 2**20), (offsets[3], 4, len(good[1]) + 1), (offsets[4], 5, len(good[2]) + 1)]
     assert problems == [(STATS_JSONL, "line 2 is longer than 1 MiB"), (STATS_JSONL, "line 3 is longer than 1 MiB")]
     reader = sb.StatsBlocks(Dataset(root))
     assert [b.episodes.tolist() for b in reader] == [[0, 1, 2]]
     assert reader.problems == problems
-    assert list(st._stats_jsonl_lines(tmp_path / "nowhere", problems)) == []
+    assert list(st.stats_jsonl_lines(tmp_path / "nowhere", problems)) == []
     assert problems[-1] == (STATS_JSONL, "cannot be read (No such file or directory)")
 
 
@@ -1274,29 +1274,29 @@ def test_round_thresholds_to_the_column_dtype_never_tighten():
 
 def test_as_matrix_accepts_only_rows_of_the_declared_width():
     fixed = pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2.0, 3.0, 4.0], pa.float32()), 2)
-    m = sd._as_matrix(fixed, 2)
+    m = sd.as_matrix(fixed, 2)
     assert m.dtype == np.float32 and m.tolist() == [[1.0, 2.0], [3.0, 4.0]]
-    assert sd._as_matrix(fixed, 3) is None
+    assert sd.as_matrix(fixed, 3) is None
     var = pa.array([[1, 2], [3, 4], [5, 6]], pa.list_(pa.int16()))
-    assert sd._as_matrix(var, 2).dtype == np.int16 and sd._as_matrix(var, 2).tolist() == [[1, 2], [3, 4], [5, 6]]
-    assert sd._as_matrix(pa.array([[1.0, 2.0]], pa.large_list(pa.float64())), 2).tolist() == [[1.0, 2.0]]
-    assert sd._as_matrix(pa.array([[1, 2], [3]], pa.list_(pa.int64())), 2) is None
-    assert sd._as_matrix(pa.array([[1, 2], [3, 4, 5]], pa.list_(pa.int64())), 2) is None  # 5 values, wrong rows
-    assert sd._as_matrix(pa.array([[1, 2], None], pa.list_(pa.int64())), 2) is None
-    assert sd._as_matrix(pa.array([[1, None]], pa.list_(pa.int64())), 2) is None
-    assert sd._as_matrix(pa.array([["a", "b"]], pa.list_(pa.string())), 2) is None
-    assert sd._as_matrix(pa.array([[[1], [2]]], pa.list_(pa.list_(pa.int64()))), 2) is None
-    flags = sd._as_matrix(pa.array([[True, False]], pa.list_(pa.bool_())), 2)
+    assert sd.as_matrix(var, 2).dtype == np.int16 and sd.as_matrix(var, 2).tolist() == [[1, 2], [3, 4], [5, 6]]
+    assert sd.as_matrix(pa.array([[1.0, 2.0]], pa.large_list(pa.float64())), 2).tolist() == [[1.0, 2.0]]
+    assert sd.as_matrix(pa.array([[1, 2], [3]], pa.list_(pa.int64())), 2) is None
+    assert sd.as_matrix(pa.array([[1, 2], [3, 4, 5]], pa.list_(pa.int64())), 2) is None  # 5 values, wrong rows
+    assert sd.as_matrix(pa.array([[1, 2], None], pa.list_(pa.int64())), 2) is None
+    assert sd.as_matrix(pa.array([[1, None]], pa.list_(pa.int64())), 2) is None
+    assert sd.as_matrix(pa.array([["a", "b"]], pa.list_(pa.string())), 2) is None
+    assert sd.as_matrix(pa.array([[[1], [2]]], pa.list_(pa.list_(pa.int64()))), 2) is None
+    flags = sd.as_matrix(pa.array([[True, False]], pa.list_(pa.bool_())), 2)
     assert flags.dtype == np.uint8 and flags.tolist() == [[1, 0]]
-    assert sd._as_matrix(pa.array([], pa.list_(pa.float32())), 2).shape == (0, 2)
+    assert sd.as_matrix(pa.array([], pa.list_(pa.float32())), 2).shape == (0, 2)
     # scalar columns: one value per row
-    assert sd._as_matrix(pa.array([1.5, 2.5], pa.float64()), 1).tolist() == [[1.5], [2.5]]
-    assert sd._as_matrix(pa.array([7, 8], pa.int64()), 1).dtype == np.int64
-    b = sd._as_matrix(pa.array([True, False, True]), 1)
+    assert sd.as_matrix(pa.array([1.5, 2.5], pa.float64()), 1).tolist() == [[1.5], [2.5]]
+    assert sd.as_matrix(pa.array([7, 8], pa.int64()), 1).dtype == np.int64
+    b = sd.as_matrix(pa.array([True, False, True]), 1)
     assert b.dtype == np.uint8 and b.tolist() == [[1], [0], [1]]
-    assert sd._as_matrix(pa.array([1.5, None]), 1) is None
-    assert sd._as_matrix(pa.array([1.5, 2.5]), 2) is None
-    assert sd._as_matrix(pa.array(["a"]), 1) is None
+    assert sd.as_matrix(pa.array([1.5, None]), 1) is None
+    assert sd.as_matrix(pa.array([1.5, 2.5]), 2) is None
+    assert sd.as_matrix(pa.array(["a"]), 1) is None
 
 
 def test_numeric_columns_and_batch_rows(tmp_path):

@@ -176,8 +176,8 @@ def test_reshard_oversize_groups_are_replanned_then_refused(tmp_path, monkeypatc
     shutil.copytree(FIXTURES / "broken_collapsed_row_group", root)
     before = tree_hash(root)
     # the planner believes rows are 1000x smaller than they are: every episode fits in one (too large) group
-    real_bpr = reshard_write._bytes_per_row
-    monkeypatch.setattr(reshard_write, "_bytes_per_row", lambda footer: [(row, b / 1000) for row, b in real_bpr(footer)])
+    real_bpr = reshard_write.bytes_per_row
+    monkeypatch.setattr(reshard_write, "bytes_per_row", lambda footer: [(row, b / 1000) for row, b in real_bpr(footer)])
     limit_mb = 0.001  # 1 kB: the fixture's episodes are larger
     res = reshard_file(root / COLLAPSED, COLLAPSED, ReshardOptions(row_group_mb=limit_mb))
     assert res.status == "resharded", res

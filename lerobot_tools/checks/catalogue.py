@@ -13,13 +13,13 @@ both in this repository.
 
 from __future__ import annotations
 
-from lerobot_tools.checks.check import AUTO, EXPLICIT, Check, _auto, _manual  # noqa: F401  (re-exported)
+from lerobot_tools.checks.check import AUTO, EXPLICIT, Check, _auto, manual  # noqa: F401  (re-exported)
 from lerobot_tools.findings import ERROR, INFO, SEVERITIES, WARNING  # noqa: F401  (re-exported)
 
 
 _RESHARD = {"repair": EXPLICIT, "repair_by": "lrtool reshard",
             "repair_note": "row-group layout is rewritten by `lrtool reshard`, not by repair"}
-_MIXTURE = _manual("a mixture or target problem, not a problem of the dataset's files")
+_MIXTURE = manual("a mixture or target problem, not a problem of the dataset's files")
 
 
 _CHECKS = [
@@ -61,13 +61,13 @@ _CHECKS = [
           "The dataset root must hold meta/info.json.",
           "Every loader reads info.json first; without it lerobot tries to download the dataset from the Hub.",
           "Point the target at the dataset root, or restore meta/info.json.",
-          **_manual("not a LeRobot dataset")),
+          **manual("not a LeRobot dataset")),
     Check("I002", "info-json-invalid", ERROR, "meta/info.json is not valid JSON.",
           "meta/info.json parses as a JSON object.",
           "json.JSONDecodeError at dataset construction: lerobot 0.4.4's `LeRobotDatasetMetadata` reads it with "
           "`load_info` -> `load_json` (src/lerobot/datasets/utils.py).",
           "Restore the file (a truncated write is the usual cause); lrtool cannot repair it.",
-          **_manual("meta/info.json is not valid JSON")),
+          **manual("meta/info.json is not valid JSON")),
     Check("I003", "info-schema", ERROR, "meta/info.json violates the JSON Schema for its codebase_version.",
           "Required keys and types per layout (v2.x: counters, templates, chunks_size; v3.0: codebase_version, fps, "
           "features), validated with jsonschema against lerobot_tools/schemas/info.schema.json.",
@@ -109,7 +109,7 @@ _CHECKS = [
           "LeRobotDataset formats it only for meta.video_keys (get_video_file_path), so no loader reads it.",
           "KeyError/IndexError when a loader formats the path, or files looked up in the wrong place.",
           "Restore the default template for the layout, or fix the placeholder named.",
-          **_manual("the path template needs a person (repair only rewrites video_path to a layout that holds the "
+          **manual("the path template needs a person (repair only rewrites video_path to a layout that holds the "
                     "files)")),
     Check("I009", "camera-names", WARNING, "A camera feature's names are not [height, width, channels].",
           "Image/video features declare names ['height','width','channels'] (or 'channel'), or channel-first "
@@ -137,7 +137,7 @@ _CHECKS = [
           "lerobot 0.4.4's `load_nested_dataset` (src/lerobot/datasets/utils.py) casts every data file to the declared features with `Dataset.from_parquet(features=...)`: the missing column comes back as None, and collation fails with a TypeError mid-epoch "
           "(docs/failure-modes.md#missing-column, verified with datasets 4.8.5).",
           "Remove the declaration (and its stats) or backfill the column.",
-          **_manual("a declared column absent from the data cannot be backfilled")),
+          **manual("a declared column absent from the data cannot be backfilled")),
     Check("S002", "column-undeclared", ERROR, "A parquet column is not declared in info.json features.",
           "Every data column is a declared feature (e.g. `language_events` added by annotation tools).",
           "lerobot v3 passes info.json Features to the reader: DatasetGenerationError caused by CastError "
@@ -191,7 +191,7 @@ _CHECKS = [
           "meta/tasks.jsonl (v2.x, one {task_index, task} per line) or meta/tasks.parquet (v3.0) exists and parses.",
           "lerobot reads tasks at construction: FileNotFoundError or KeyError on the first sample.",
           "Restore the file (a backup, or the Hub); lrtool cannot rebuild a missing task table.",
-          **_manual("the task table is missing or malformed")),
+          **manual("the task table is missing or malformed")),
     Check("T002", "task-label-missing", ERROR, "An episode references a task label missing from the task table.",
           "Every label in episodes.jsonl `tasks` / meta/episodes `tasks` exists in the task table (docs/failure-modes.md#episode-task-drift).",
           "KeyError when the loader maps the episode's task string to an index; OpenTau falls back with a warning.",
@@ -202,7 +202,7 @@ _CHECKS = [
           "task_index values in every data file (from footer statistics, else the column) lie in the task table.",
           "IndexError: single positional indexer is out-of-bounds in `self.meta.tasks.iloc[task_idx]` (lerobot 0.4.4 `__getitem__`, src/lerobot/datasets/lerobot_dataset.py) (docs/failure-modes.md#missing-task-label, huggingface/lerobot#4017).",
           "Add the missing tasks or fix the task_index column; not mechanical.",
-          **_manual("data rows point at tasks that do not exist")),
+          **manual("data rows point at tasks that do not exist")),
     Check("T004", "tasks-parquet-form", ERROR, "meta/tasks.parquet is not in the form loaders read.",
           "v3.0 tasks.parquet: the task strings are the pandas index, task_index == row position "
           "(lerobot 0.4.4 `datasets/utils.py` write_tasks/load_tasks, docs/format.md#tasks). An unnamed index (__index_level_0__) is what lerobot's own writer produces "
@@ -223,7 +223,7 @@ _CHECKS = [
           "Inverse maps are last-wins, so episodes get another task_index than their rows (docs/failure-modes.md#duplicate-tasks); v3.0 "
           "cannot represent duplicates and conversion collapses them.",
           "Merge the duplicates and renumber task_index in the data; not mechanical.",
-          **_manual("duplicate task labels need merging and the data renumbered")),
+          **manual("duplicate task labels need merging and the data renumbered")),
     Check("T006", "total-tasks", ERROR, "info.json total_tasks differs from the task table.",
           "total_tasks == number of rows of the task table.",
           "total_tasks == 0 makes lerobot skip loading tasks (meta.tasks = None) and crash on the first sample "
@@ -261,19 +261,19 @@ _CHECKS = [
           "episode_index of the metadata rows equals their position (docs/format.md#L1); no duplicates.",
           "lerobot indexes episodes by position: the wrong episode's files and offsets are read, or IndexError.",
           "Renumber the episodes; not mechanical.",
-          **_manual("episode indices need renumbering across metadata and data")),
+          **manual("episode indices need renumbering across metadata and data")),
     Check("C005", "episode-length", ERROR, "An episode's length differs from its rows in the data.",
           "v2.x: each episode's parquet has `length` rows. v3.0: each data file has the summed lengths of the "
           "episodes the metadata places in it (and, with --deep, each episode exactly `length` rows).",
           "Episode boundaries shift: lerobot 0.4.4's `_get_query_indices` (src/lerobot/datasets/lerobot_dataset.py) clamps delta windows to the metadata's `dataset_from_index`..`dataset_to_index`, so windows and padding masks cross into the next episode (docs/failure-modes.md#rows-out-of-order).",
           "Fix the episode metadata or the data; not mechanical.",
-          **_manual("episode lengths disagree with the data; which one is right is not mechanical")),
+          **manual("episode lengths disagree with the data; which one is right is not mechanical")),
     Check("C006", "index-ranges", ERROR, "v3.0 dataset_from_index / dataset_to_index are not contiguous.",
           "to - from == length; ranges ascending and back to back from 0; the last ends at total_frames "
           "(docs/format.md#L2, docs/format.md#L3; docs/failure-modes.md#scrambled-ranges).",
           "Padding masks true almost everywhere (huggingface/lerobot#1919) or KeyError in `_absolute_to_relative_idx` (lerobot 0.4.4 `_get_query_indices`, src/lerobot/datasets/lerobot_dataset.py).",
           "Recompute the ranges from the episode lengths; not applied automatically.",
-          **_manual("index ranges need recomputing with the data re-checked")),
+          **manual("index ranges need recomputing with the data re-checked")),
     Check("C007", "episodes-metadata", ERROR, "The episode metadata is missing or malformed.",
           "meta/episodes.jsonl (v2.x) or meta/episodes/*/*.parquet (v3.0) exists and every row has the "
           "columns loaders need (episode_index, length, tasks; v3.0 data/video indices and ranges, and each "
@@ -287,7 +287,7 @@ _CHECKS = [
           "value is null); without to_timestamp, "
           "StreamingLeRobotDataset.make_frame (src/lerobot/datasets/streaming_dataset.py) raises KeyError.",
           "Restore the metadata; not mechanical.",
-          **_manual("the episode metadata is missing or malformed")),
+          **manual("the episode metadata is missing or malformed")),
     Check("C008", "splits", WARNING, "info.json splits is malformed, out of range or leaves episodes out.",
           "splits maps names to 'start:end' episode ranges within total_episodes, and together they cover every "
           "episode (compared with info.json and the readable episode metadata, never a count from an unreadable "
@@ -303,12 +303,12 @@ _CHECKS = [
           "and `timestamp`, never by frame_index. What reads the column (per-frame filters, visualisers, converters "
           "that recompute timestamps from it) gets wrong positions; timestamps are checked on their own (D003).",
           "Regenerate frame_index; not mechanical.", deep=True,
-          **_manual("frame indices out of sequence need the recording checked")),
+          **manual("frame indices out of sequence need the recording checked")),
     Check("D002", "global-index", ERROR, "The global index column is not contiguous.",
           "index == row position over the files in loader order (v3.0: == dataset_from_index + frame_index).",
           "lerobot 0.4.4's `__getitem__` takes the row's `index` as its absolute position for delta windows (`_get_query_indices`, src/lerobot/datasets/lerobot_dataset.py): silently wrong rows (docs/format.md#L2).",
           "Renumber index; not mechanical.", deep=True,
-          **_manual("a non-contiguous global index needs the data renumbered")),
+          **manual("a non-contiguous global index needs the data renumbered")),
     Check("D003", "timestamp-sync", ERROR, "timestamp is not k / fps for an episode's k-th frame, within tolerance.",
           "|timestamp - k / fps| <= tolerance_s for the k-th row of each episode (k is what frame_index should hold; "
           "default 1e-4 s, --tolerance-s).",
@@ -324,12 +324,12 @@ _CHECKS = [
           "Each episode's rows are contiguous and episodes ascend in file order, in the file the metadata names.",
           "OpenTau raises RuntimeError (not ordered by ascending episode_index); lerobot reads wrong rows.",
           "Sort the rows by (episode_index, frame_index); not mechanical.", deep=True,
-          **_manual("rows out of order need the data re-sorted and re-indexed")),
+          **manual("rows out of order need the data re-sorted and re-indexed")),
     Check("D005", "list-lengths", ERROR, "A variable-length list column has rows of the wrong length.",
           "Every row of a list column stored without a fixed size has the declared length.",
           "lerobot 0.4.4's `load_nested_dataset` (src/lerobot/datasets/utils.py) casts every data file to the declared features with `Dataset.from_parquet(features=...)`: the cast to the declared fixed length fails on that row (TypeError mid-epoch) (docs/failure-modes.md#variable-lists).",
           "Fix or drop the offending rows; not mechanical.", deep=True,
-          **_manual("rows of the wrong length cannot be cast without changing data")),
+          **manual("rows of the wrong length cannot be cast without changing data")),
     # ------------------------------------------------------------------ F: files
     Check("F001", "data-file-missing", ERROR, "A data file the metadata references is missing.",
           "Every data parquet implied by the episode metadata and data_path exists; a missing one is looked for "
@@ -363,7 +363,7 @@ _CHECKS = [
           "(docs/failure-modes.md#orphan-files); lerobot <= 0.3 loaded everything under data/.",
           "Delete the stray file, or fix the metadata that should reference it. (Referenced files found in a "
           "neighbouring layout are reported by F001/F002, not here.)",
-          **_manual("nothing references the file: delete it or fix the metadata by hand")),
+          **manual("nothing references the file: delete it or fix the metadata by hand")),
     Check("F004", "lfs-pointer", ERROR, "A file is a Git LFS pointer, not the content.",
           "The first bytes of every referenced parquet and mp4 and of every metadata file (info.json, episodes, "
           "tasks, stats; a few hundred bytes per file) before anything parses it. When several files are "
@@ -371,28 +371,28 @@ _CHECKS = [
           "ArrowInvalid: Could not open Parquet input source (lerobot #2268), a decode failure, or, for a "
           "metadata file, json.JSONDecodeError / ArrowInvalid when LeRobotDatasetMetadata loads it.",
           "Fetch the content: `git lfs pull`, or re-download with lrtool prefetch.",
-          **_manual("the file is a Git LFS pointer; its content is not on disk")),
+          **manual("the file is a Git LFS pointer; its content is not on disk")),
     Check("F005", "error-page", ERROR, "A file is an HTML/XML/JSON error page saved under a data name.",
           "The first bytes of every referenced parquet and mp4 and of every metadata file (a JSON metadata file "
           "holding only an error body such as {\"error\": \"...\"} counts).",
           "pyarrow (lerobot 0.4.4's `load_nested_dataset`, lrtool's loaders) raises ArrowInvalid, PyAV/torchcodec cannot open a video, `json.load` raises on metadata: the first access to that file fails (often an auth wall or a 429 body saved to disk).",
           "Re-download; check tokens and rate limits.",
-          **_manual("the file is an error page saved under a data name; the content is not on disk")),
+          **manual("the file is an error page saved under a data name; the content is not on disk")),
     Check("F006", "empty-file", ERROR, "A referenced file is empty (0 bytes).",
           "Size of every referenced parquet and mp4 and of every metadata file.",
           "pyarrow raises ArrowInvalid (lerobot 0.4.4's `load_nested_dataset`, lrtool's loaders), the video decoder cannot open the file, and `json.load` raises JSONDecodeError for a metadata file: the first access fails.",
           "Re-download the file.",
-          **_manual("the file is empty; its content is not on disk")),
+          **manual("the file is empty; its content is not on disk")),
     Check("F007", "parquet-unreadable", ERROR, "A parquet file has no valid footer or cannot be opened.",
           "Each data parquet footer opens with pyarrow.",
           "pyarrow raises `Parquet magic bytes not found in footer` in lerobot 0.4.4's `load_nested_dataset` and in lrtool's loaders: recording ended without finalize() (docs/failure-modes.md#missing-footer).",
           "Re-download, or re-record the episode; the data is not recoverable mechanically.",
-          **_manual("the parquet file has no valid footer; its rows cannot be recovered mechanically")),
+          **manual("the parquet file has no valid footer; its rows cannot be recovered mechanically")),
     Check("F008", "video-unreadable", ERROR, "A video container header cannot be read.",
           "The mp4 box structure (moov present, boxes within the file) and the PyAV header (no decode).",
           "Decode fails for every sample in that file: lerobot 0.4.4's `decode_video_frames` (src/lerobot/datasets/video_utils.py, torchcodec or PyAV) and lrtool's loaders cannot open it.",
           "Re-download or re-encode the file.",
-          **_manual("the video container cannot be read")),
+          **manual("the video container cannot be read")),
     Check("F009", "video-codec-mismatch", WARNING, "A video stream differs from what info.json declares.",
           "Probed codec, pix_fmt, size and fps against features[key].info (video.codec, video.pix_fmt, shape, fps). "
           "The declaration describes episode 0's file only (docs/failure-modes.md#video-info-episode-0). A frame "
@@ -425,7 +425,7 @@ _CHECKS = [
           "images/ (PNG staging during recording) is absent or empty.",
           "A sign of an interrupted recording: episodes may be missing frames or videos (docs/failure-modes.md#missing-footer).",
           "Check the last episodes; delete images/ once the videos are complete.",
-          **_manual("staged images of an interrupted recording need a person to check")),
+          **manual("staged images of an interrupted recording need a person to check")),
     Check("F012", "video-segment-convention", WARNING,
           "An episode's video segment is up to one frame longer or shorter than its frames.",
           "v3.0: to_timestamp - from_timestamp is more than half a frame but at most one frame off length / fps, "
@@ -436,7 +436,7 @@ _CHECKS = [
           "dataset loads and decodes the right frames; tools that cut or concatenate files by to_timestamp "
           "(lerobot dataset_tools checks round(to * fps) - round(from * fps) == length) disagree by one frame.",
           "Nothing is needed to train; set to_timestamp = from_timestamp + length / fps if such a tool needs it.",
-          **_manual("a writer convention loaders accept; nothing to repair")),
+          **manual("a writer convention loaders accept; nothing to repair")),
     Check("F013", "symlink-out-of-dataset", WARNING,
           "A folder or file of the dataset is a symlink that leads outside the dataset.",
           "Every symlink below the dataset root (data/, videos/, meta/, a chunk folder, a file; .git left out), "
@@ -448,7 +448,7 @@ _CHECKS = [
           "checks the referenced files through the link but does not look there for unreferenced files, and "
           "`lrtool repair`, `repair --undo` and `reshard` refuse the dataset before changing a byte.",
           "Replace the link with a copy of what it points to (or run the tools on the dataset it points into).",
-          **_manual("a symlink out of the dataset: lrtool writes only inside the dataset; replace the link by a "
+          **manual("a symlink out of the dataset: lrtool writes only inside the dataset; replace the link by a "
                     "copy")),
     Check("F020", "video-frame-times", ERROR, "A video's own frame timestamps are off the 1/fps grid.",
           "Every frame's presentation timestamp, read from the mp4's sample tables (stts, ctts, elst, mdhd/mvhd; "
@@ -465,7 +465,7 @@ _CHECKS = [
           "another episode's. Misses explained by the episode metadata are F010, by the timestamp column D003.",
           "Re-mux the file with frame times k / fps from 0 (or re-record it); a start offset can also be absorbed "
           "by the episode metadata by hand. `lrtool reencode` keeps every frame time, so it does not fix this.",
-          **_manual("the video's own frame times are wrong; the frames must be re-timed by re-muxing")),
+          **manual("the video's own frame times are wrong; the frames must be re-timed by re-muxing")),
     Check("F021", "tolerance-needed", INFO, "The smallest tolerance_s that makes every frame query land.",
           "Once per dataset, when some frame query misses at --tolerance-s: the smallest tolerance_s with which "
           "every query (real frame timestamps, the timestamp column with --deep) lands on its own frame, with the "
@@ -475,7 +475,7 @@ _CHECKS = [
           "FrameTimestampError and a returned frame; a value large enough to load may also return wrong frames.",
           "Fix the causes reported (F010, F020, D003); raising tolerance_s to the value given is a stop-gap when "
           "every query lands on its own frame.",
-          **_manual("a summary of the timestamp findings, not a defect of its own")),
+          **manual("a summary of the timestamp findings, not a defect of its own")),
     # ------------------------------------------------------------------ R: row groups
     Check("R001", "row-group-spans-episodes", WARNING, "A row group holds rows of several episodes.",
           "Per row group, episode_index min == max (footer statistics).",
@@ -510,12 +510,12 @@ _CHECKS = [
           "exists but cannot be parsed (truncated) is an error: lerobot's load_stats (lerobot 0.4.4 "
           "datasets/utils.py) parses any stats.json present and raises; a placeholder is F004-F006.",
           "Recompute the statistics (lerobot `recompute_stats`).",
-          **_manual("statistics have to be recomputed")),
+          **manual("statistics have to be recomputed")),
     Check("G002", "stats-keys", WARNING, "stats.json describes features that are not declared.",
           "Top-level keys of stats.json are declared features.",
           "Stale keys after a feature was renamed or removed; normalisation keyed by name misses the new one.",
           "Recompute the statistics.",
-          **_manual("statistics have to be recomputed")),
+          **manual("statistics have to be recomputed")),
     Check("G003", "stats-nonfinite", ERROR, "stats.json holds NaN or infinite values.",
           "Every numeric leaf of stats.json is finite.",
           "lerobot 0.4.4's normaliser (src/lerobot/processor/normalize_processor.py) uses the stored values as they are: a NaN/Inf statistic turns that dimension's normalised values into NaN, and one dataset poisons the aggregated statistics of a whole mixture (docs/failure-modes.md#non-finite-stats).",
@@ -588,7 +588,7 @@ _CHECKS = [
           "substitutes 1e-8 for max - min (lerobot 0.4.4 normalize_processor), so a deployment value that "
           "differs from the constant is scaled by ~1e8.",
           "Drop the dimension, or override its normalisation (IDENTITY), or record data where it varies.",
-          **_manual("the constant dimension is in the data, not a wrong statistic")),
+          **manual("the constant dimension is in the data, not a wrong statistic")),
     Check("G010", "stats-mismatch", WARNING, "Stored statistics disagree with the data.",
           "With --deep, per episode and per numeric feature, min/max/mean/std (and stored quantiles) recomputed "
           "from the data in float64 in the deep pass's single streaming read, and the statistics training uses "
@@ -705,7 +705,7 @@ _CHECKS = [
           "stand still: a follower unplugged or a logger replaying its last reading. The keep-list leaves it out. "
           "Thresholds: `--threshold NAME=VALUE` (docs/curation.md#thresholds).",
           "Leave the episode out (`lrtool validate --deep --write-keep keep.txt`), or re-record it.",
-          deep=True, **_manual("the recorded content is wrong; a keep-list leaves the episode out")),
+          deep=True, **manual("the recorded content is wrong; a keep-list leaves the episode out")),
     Check("Q002", "dimension-stuck", INFO, "One dimension stays still in an episode while the others move.",
           "With --deep and at least 5 episodes: a dimension whose range in the episode is below `frozen_rel` of "
           "its typical range although it moves in at least 80 % of the dataset's episodes.",
@@ -713,7 +713,7 @@ _CHECKS = [
           "joint, so it is information (on 12 real datasets: 6 of 50 episodes of one bimanual dataset, each a "
           "single wrist or elbow).",
           "Look at the episode; exclude it with `--exclude Q002` when the joint is broken.",
-          deep=True, **_manual("the recorded content; a keep-list can leave the episode out")),
+          deep=True, **manual("the recorded content; a keep-list can leave the episode out")),
     Check("Q003", "episode-idle-ends", INFO, "An episode starts or ends with still frames that can be trimmed.",
           "With --deep: the frames at the start (end) whose every action and state dimension stays within "
           "`idle_rel` (2 %) of its range in the episode from the first (last) frame, reported from `idle_s` "
@@ -722,7 +722,7 @@ _CHECKS = [
           "examples/droid/README_train.md). It loads fine: information.",
           "`--write-keep` records the ranges (`trim=`); `FrameDataset(trim=...)` / `MixtureDataset(trim=True)` "
           "leave those frames out; no file is rewritten.",
-          deep=True, **_manual("recorded as trimmable frames in a keep-list, never rewritten")),
+          deep=True, **manual("recorded as trimmable frames in a keep-list, never rewritten")),
     Check("Q004", "episode-spike", WARNING, "A dimension jumps far beyond the episode's step sizes.",
           "With --deep: the largest step |x[t+1] - x[t]| of a dimension exceeds `spike_k` (10) times the "
           "episode's robust step scale (the larger of the 95th percentile of its steps and the mean of its "
@@ -733,20 +733,20 @@ _CHECKS = [
           "A dropout, an encoder wrap or a tracking jump: wrong targets for those frames, inflated statistics. It "
           "loads, so a warning.",
           "Leave the episode out, or fix the recording.",
-          deep=True, **_manual("the recorded content; a keep-list leaves the episode out")),
+          deep=True, **manual("the recorded content; a keep-list leaves the episode out")),
     Check("Q005", "episode-non-finite", WARNING, "An episode's action or state holds NaN or infinite values.",
           "With --deep: every value of the action* and observation* columns is finite.",
           "The loader reads the values as stored (no error), but normalisation and the loss turn NaN: the run "
           "diverges at the first batch holding one.",
           "Leave the episode out, or fix the recording.",
-          deep=True, **_manual("the recorded content; a keep-list leaves the episode out")),
+          deep=True, **manual("the recorded content; a keep-list leaves the episode out")),
     Check("Q006", "dimension-pinned", INFO, "A dimension sits at the dataset's observed limit for a long run.",
           "With --deep: a moving dimension (grippers and hands excepted, by name) stays at the dataset's "
           "minimum or maximum of that dimension for at least `pinned_s` (2 s) and half of the episode.",
           "Clipping or saturation biases the targets; holding a joint at its limit can also be the task, so it is "
           "information.",
           "Check the robot's limits and the teleoperation scaling.",
-          deep=True, **_manual("the recorded content")),
+          deep=True, **manual("the recorded content")),
     Check("Q007", "action-state-lag", WARNING, "An episode's actions and states are out of step.",
           "With --deep and at least 5 episodes whose actions track the state: the shift k (within "
           "+-15 frames) maximising the correlation of the action's velocity at t with the state's at t + k "
@@ -755,7 +755,7 @@ _CHECKS = [
           "Observations are paired with the actions of another moment (a clock or buffering fault): the policy "
           "learns the wrong reaction. It loads: a warning.",
           "Leave the episode out, or re-align its timestamps at the source.",
-          deep=True, **_manual("the recorded content; a keep-list leaves the episode out")),
+          deep=True, **manual("the recorded content; a keep-list leaves the episode out")),
     Check("Q008", "episode-shorter-than-chunk", INFO, "An episode is shorter than a policy's action chunk.",
           "Episode length (metadata) against --chunk-size (default 50: pi0, pi0.5 and SmolVLA's chunk_size in "
           "lerobot's policies/*/configuration_*.py; ACT uses 100, GR00T 40).",
@@ -763,14 +763,14 @@ _CHECKS = [
           "`action_is_pad` (dataset_reader `_get_query_indices`); ACT masks them, Diffusion's "
           "`do_mask_loss_for_padding` is False by default, so it trains on repeated last actions. Information.",
           "Use a smaller chunk, or exclude short episodes with `--exclude Q008`.",
-          **_manual("the episode's length")),
+          **manual("the episode's length")),
     Check("Q009", "episode-duplicate", WARNING, "An episode duplicates another episode of the dataset.",
           "With --deep: equal signatures (values rounded to 4 decimals, BLAKE2b) or near duplicates (16 points per "
           "dimension scaled to its range within `near_duplicate` (0.01) RMS, means and ranges within the same "
           "share, lengths within 10 %); the lowest-numbered episode of a group is kept.",
           "The copy weighs twice in training and leaks between train and evaluation splits. It loads: a warning.",
           "Leave the copies out (the keep-list does).",
-          deep=True, **_manual("the recorded content; a keep-list leaves the copies out")),
+          deep=True, **manual("the recorded content; a keep-list leaves the copies out")),
     Check("Q010", "episode-duplicate-across", WARNING, "An episode duplicates an episode of another dataset of the "
           "mixture.",
           "Mixture files with --deep: the signatures of Q009 compared across every dataset of the mixture (same "
@@ -786,20 +786,20 @@ _CHECKS = [
           "the stored statistics.",
           "No visual evidence: the policy learns to act blind. The decoder reads the frames fine: a warning.",
           "Leave the episode out, or check the camera.",
-          **_manual("the recorded content; a keep-list leaves the episode out")),
+          **manual("the recorded content; a keep-list leaves the episode out")),
     Check("Q012", "camera-overexposed", WARNING, "A camera is overexposed (washed out) in an episode.",
           "With --camera-frames N: at least half of the sampled frames have a mean grey level above 235 with a "
           "standard deviation below 10 (rdq 0.3.4 --video-full). On a copy without its videos: per-episode image "
           "mean > 0.92 and std < 0.04.",
           "No visual evidence, as Q011. A warning.",
           "Leave the episode out, or fix the exposure.",
-          **_manual("the recorded content; a keep-list leaves the episode out")),
+          **manual("the recorded content; a keep-list leaves the episode out")),
     Check("Q013", "camera-frozen", WARNING, "A camera's picture does not change while the robot moves.",
           "With --camera-frames N: every pair of consecutive sampled frames differs by a mean absolute grey "
           "difference below 0.5 (rdq 0.3.4's FROZEN_DIFF) while the episode's state moves (not Q001).",
           "A stalled camera feed: the policy sees one picture for the whole episode. A warning.",
           "Leave the episode out, or fix the capture pipeline.",
-          **_manual("the recorded content; a keep-list leaves the episode out")),
+          **manual("the recorded content; a keep-list leaves the episode out")),
     Check("Q014", "camera-duplicate-stream", WARNING, "Two camera keys hold the same pictures.",
           "With --camera-frames N: the sampled frames of two video keys are equal (mean absolute difference "
           "below 0.5 grey levels) in an episode; reported once for the dataset when it holds in every sampled "
@@ -807,7 +807,7 @@ _CHECKS = [
           "One device recorded twice, or a key mapped to the wrong camera: a view the policy expects is missing. "
           "A warning.",
           "Map the key to the right camera; for single episodes, leave them out.",
-          **_manual("the recorded content; a keep-list leaves the episode out")),
+          **manual("the recorded content; a keep-list leaves the episode out")),
     # ------------------------------------------------------------------ L: ledger and licence (before download)
     Check("L001", "episode-ledger", WARNING, "The v3.0 episode ledger shows the file-boundary signature of a "
           "faulty conversion.",
@@ -819,13 +819,13 @@ _CHECKS = [
           "follows the ledger to a file (an episode-subset download, `lrtool prefetch KEEP`, "
           "`dataset_tools` edits) reads the wrong file for the boundary episodes.",
           "Re-convert with a lerobot release after the fix (0d1be72dc), or fix data/chunk_index and file_index.",
-          **_manual("the episode metadata needs the data files' row counts to be rewritten")),
+          **manual("the episode metadata needs the data files' row counts to be rewritten")),
     Check("L002", "license-missing", INFO, "The dataset card states no license.",
           "README.md front matter (the Hub dataset card's YAML) `license:`; absent, `other` or `unknown`, and no "
           "licence file (LICENSE, LICENSE.md, COPYING, ...) beside the card.",
           "Nothing breaks; whoever trains on it cannot tell under which terms. Information.",
           "Ask the owner, or add `license:` to the card.",
-          **_manual("the dataset card")),
+          **manual("the dataset card")),
     Check("L003", "license-conflict", WARNING, "A mixture combines licenses whose terms conflict.",
           "Mixture files: the datasets' card licenses (L002) grouped by their terms: non-commercial (cc-by-nc-*), "
           "no-derivatives (*-nd-*), share-alike families (cc-by-sa-*, gpl-*/agpl-*/lgpl-*, odbl, cdla-sharing) "

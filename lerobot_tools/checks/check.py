@@ -53,5 +53,5 @@ def _auto(fix: str, note: str) -> dict:
     return {"repair": AUTO, "repair_by": fix, "repair_note": note}
 
 
-def _manual(note: str) -> dict:
+def manual(note: str) -> dict:
     return {"repair": None, "repair_note": note}

@@ -10,7 +10,7 @@ variable-length list columns (D005). Sources: docs/format.md#data-files, docs/fo
 
 When G010 is selected the same read also carries every numeric feature column to a
 :class:`~lerobot_tools.checks.stats.deep.FileStatsBuilder` (the data is read once): the scan then returns each
-episode's moments too (:attr:`_FileScan.stats`), the batches shrink so the decoded columns stay near 4 MiB, and
+episode's moments too (:attr:`FileScan.stats`), the batches shrink so the decoded columns stay near 4 MiB, and
 worker threads decode the next batches while the current one is processed (:func:`_decode_ahead`).
 """
 
@@ -55,7 +55,7 @@ class _EpisodeStats:
 
 
 @dataclass
-class _FileScan:
+class FileScan:
     runs: list[list[int]] = field(default_factory=list)  # [episode, rows] in row order
     episodes: dict[int, _EpisodeStats] = field(default_factory=dict)
     bad_index: int = 0
@@ -77,7 +77,7 @@ class _FileScan:
     content_unusable: list[str] = field(default_factory=list)
 
 
-def scan_to_dict(scan: _FileScan) -> dict:
+def scan_to_dict(scan: FileScan) -> dict:
     """A scan as plain JSON (to carry it between processes); :func:`scan_from_dict` inverts it exactly."""
     d = {
         "runs": [list(r) for r in scan.runs],
@@ -100,13 +100,13 @@ def scan_to_dict(scan: _FileScan) -> dict:
     return d
 
 
-def scan_from_dict(d: dict) -> _FileScan:
+def scan_from_dict(d: dict) -> FileScan:
     """Inverse of :func:`scan_to_dict`.
 
     Raises:
         KeyError, TypeError, ValueError: ``d`` is not a serialised scan.
     """
-    scan = _FileScan(runs=[[int(e), int(n)] for e, n in d["runs"]], bad_index=int(d["bad_index"]),
+    scan = FileScan(runs=[[int(e), int(n)] for e, n in d["runs"]], bad_index=int(d["bad_index"]),
                      rows=int(d["rows"]))
     for e, rows, bad_frame, first, bad_ts, max_err in d["episodes"]:
         scan.episodes[int(e)] = _EpisodeStats(int(rows), int(bad_frame), tuple(first) if first else None,
@@ -127,7 +127,7 @@ def scan_from_dict(d: dict) -> _FileScan:
 
 def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int | None,
               list_columns: dict[str, int], stats: "stats_deep.StatsRequest | None" = None,
-              content: ContentRequest | None = None) -> _FileScan:
+              content: ContentRequest | None = None) -> FileScan:
     """Stream one data file's index columns and return what was seen (see module docstring).
 
     Args:
@@ -170,7 +170,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
         numeric.update({n: (d, np.dtype(np.float64)) for n, (d, _) in content.columns.items() if n not in numeric})
     if numeric:
         batch_rows = stats_deep.batch_rows_for(pf.schema_arrow, numeric, BATCH_ROWS)
-    scan = _FileScan()
+    scan = FileScan()
     if "episode_index" not in wanted or not cols:
         return scan
     carry_ep = None
@@ -275,7 +275,7 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     return scan
 
 
-def _keep_off_grid(scan: _FileScan, ep, pos, ts, rows) -> None:
+def _keep_off_grid(scan: FileScan, ep, pos, ts, rows) -> None:
     """Keep the rows ``rows`` (timestamps off k / fps) per episode for the timestamp audit, up to MAX_TS_KEPT."""
     import numpy as np
 
@@ -450,7 +450,7 @@ def _stats_comparison(ctx: CheckContext, by_ep: dict) -> "stats_deep.StatsCompar
     return stats_deep.StatsComparison.for_dataset(ctx.dataset, footer.schema, facts, by_ep)
 
 
-def _report_file(ctx: CheckContext, df, scan: _FileScan, by_ep: dict, prev_last_ep, tol: float) -> None:
+def _report_file(ctx: CheckContext, df, scan: FileScan, by_ep: dict, prev_last_ep, tol: float) -> None:
     rel = df.relpath
     order = [e for e, _ in scan.runs]
     if len(order) != len(set(order)):

@@ -13,7 +13,7 @@ from lerobot_tools.video.nvdec import NO, UNKNOWN, YES, GpuSpec, NvdecVerdict
 
 
 ERROR, WARNING, INFO = "error", "warning", "info"
-_SEV_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+SEV_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 #: Keyframe interval above which random-access training decodes many frames per sample
 #: (docs/video-decoding.md#decision).

@@ -15,7 +15,7 @@ from lerobot_tools.diagnose.model import (
     INFO,
     MAX_EXAMPLES,
     WARNING,
-    _SEV_ORDER,
+    SEV_ORDER,
     DatasetDiagnosis,
     DiagnoseOptions,
     Diagnosis,
@@ -221,7 +221,7 @@ def analyze_dataset(dd: DatasetDiagnosis, gpu: GpuSpec | None, options: Diagnose
                 f"loading decodes up to {g.gop_max} frames per sample", [p for _, p in g.members][:MAX_EXAMPLES],
                 len(g.members), action="re-encode with -g 30 or less (LeRobot encodes with -g 2) if training samples "
                                        "random frames"))
-    dd.problems.sort(key=lambda p: _SEV_ORDER.get(p.severity, 3))
+    dd.problems.sort(key=lambda p: SEV_ORDER.get(p.severity, 3))
 
 
 def _advise(dd: DatasetDiagnosis, g: StreamGroup, gpu: GpuSpec | None, options: DiagnoseOptions,

@@ -189,12 +189,12 @@ def declared_probe(rel: str, feat: dict, fps: float | None):
     ["info"]``: ``video.codec``, ``video.pix_fmt``, ``video.height``, ``video.width``, lerobot's
     ``get_video_info``), for a video not downloaded yet; its ``warnings`` say where the facts come from."""
     from lerobot_tools.video.codecs import canonical_codec
-    from lerobot_tools.video.probe import VideoProbe, _chroma_of
+    from lerobot_tools.video.probe import VideoProbe, chroma_of
 
     info = feat.get("info") if isinstance(feat.get("info"), dict) else {}
     pix = info.get("video.pix_fmt") if isinstance(info.get("video.pix_fmt"), str) else None
     try:
-        depth, chroma = _chroma_of(pix) if pix else (None, None)
+        depth, chroma = chroma_of(pix) if pix else (None, None)
     except Exception:  # PyAV missing: the format's depth and chroma stay unknown
         depth, chroma = None, None
 

@@ -100,7 +100,7 @@ class ReencodeJob:
         from lerobot_tools.errors import LrtoolError
         from lerobot_tools.reencode.backup import new_run_dir
         from lerobot_tools.reencode.model import FileResult, ReencodeRun
-        from lerobot_tools.reencode.run import _gpu, _tidy, pick_encoder, plan_dataset, reencode_one, update_info
+        from lerobot_tools.reencode.run import _gpu, tidy, pick_encoder, plan_dataset, reencode_one, update_info
 
         t = target_from_dict(spec["targets"][index])
         shell = ReencodeRun(options=_options(spec))
@@ -123,7 +123,7 @@ class ReencodeJob:
                         results[w.relpath] = asdict(reencode_one(w))
                     if t.root is not None and not dres.error:
                         updated = update_info(Path(t.root), options, run_dir)
-                    _tidy(run_dir)
+                    tidy(run_dir)
                 if dres.error:
                     for rel in relpaths:
                         results.setdefault(rel, asdict(FileResult(rel, "", "failed", reason=dres.error)))

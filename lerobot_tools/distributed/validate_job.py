@@ -124,10 +124,10 @@ class Recorder(FileObserver):
         self.memo: dict[str, Any] = {}
 
     def scan_file(self, rel, path, **kwargs):
-        from lerobot_tools.checks.deep import _FileScan, scan_to_dict
+        from lerobot_tools.checks.deep import FileScan, scan_to_dict
 
         if rel not in self.owned:
-            return _FileScan()
+            return FileScan()
         key = _scan_key(rel, kwargs)
         try:
             scan = super().scan_file(rel, path, **kwargs)
@@ -278,13 +278,13 @@ class ValidateJob:
         """Mark the findings of the launching command's ``--baseline`` (``render["baseline_known"]``: their
         fingerprints, recorded in the run folder's ``render.json``) as known, print, return validate's exit status."""
         from lerobot_tools.report import exit_status, fingerprint, render_json, render_text
-        from lerobot_tools.validate import _stable
+        from lerobot_tools.validate import stable
 
         if render.get("baseline_known") is not None:
             known = set(render["baseline_known"])
             for r in result:
                 for f in r.findings:
-                    f.known = fingerprint(r.target, _stable(f)) in known
+                    f.known = fingerprint(r.target, stable(f)) in known
         if render.get("format") == "json":
             render_json(result, out)
         else:

@@ -226,7 +226,7 @@ def undo(root: Path, report: UndoReport) -> UndoReport:
             _undo_info(root, run, report)
         except (LrtoolError, OSError, ValueError) as exc:
             report.refused.append(f"meta/info.json: {exc}; kept, its original stays in {run.relative_to(root)}")
-        _prune(run)
+        prune(run)
     with contextlib.suppress(OSError):
         base.rmdir()
     with contextlib.suppress(OSError):
@@ -262,7 +262,7 @@ def _undo_info(root: Path, run: Path, report: UndoReport) -> None:
     digest.unlink()
 
 
-def _prune(run: Path) -> None:
+def prune(run: Path) -> None:
     """Remove the empty folders of a run (a run with a refused file keeps it)."""
     for d in sorted((p for p in run.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
         with contextlib.suppress(OSError):

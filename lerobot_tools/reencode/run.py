@@ -380,7 +380,7 @@ def reencode_resolved(targets: list, options: ReencodeOptions | None = None, *, 
                         d.info_updated = update_info(Path(d.root), options, run_dirs.get(i))
                     except (LrtoolError, OSError, ValueError) as exc:
                         d.error = f"meta/info.json not updated: {one_line(exc)}"
-                    _tidy(run_dirs.get(i))
+                    tidy(run_dirs.get(i))
     run.seconds = time.perf_counter() - t0
     return run
 
@@ -409,13 +409,13 @@ def pick_encoder(run: ReencodeRun) -> ReencodeOptions:
     return options
 
 
-def _tidy(run_dir: Path | None) -> None:
+def tidy(run_dir: Path | None) -> None:
     """Remove a run folder that kept nothing (every file skipped or failed)."""
     if run_dir is None or not run_dir.is_dir():
         return
-    from lerobot_tools.reencode.backup import _prune
+    from lerobot_tools.reencode.backup import prune
 
-    _prune(run_dir)
+    prune(run_dir)
     with contextlib.suppress(OSError):
         run_dir.parent.rmdir()
 

@@ -47,7 +47,7 @@ READ_BUFFER = 1 * MB
 """``ParquetFile(buffer_size=...)``: stream column chunks instead of reading each one whole."""
 
 # Footer codec names -> names pq.ParquetWriter accepts.
-_CODEC_NAMES = {
+CODEC_NAMES = {
     "UNCOMPRESSED": "none",
     "SNAPPY": "snappy",
     "GZIP": "gzip",
@@ -56,7 +56,7 @@ _CODEC_NAMES = {
     "LZ4_RAW": "lz4",
     "ZSTD": "zstd",
 }
-_DICT_ENCODINGS = {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
+DICT_ENCODINGS = {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
 
 
 @dataclass
@@ -298,7 +298,7 @@ class VerifyError(LrtoolError):
     """The rewritten file differs from the original (the original is left untouched)."""
 
 
-class _Oversize(Exception):
+class Oversize(Exception):
     """Written row groups exceed the limit; ``ratio`` = worst measured / estimated bytes."""
 
     def __init__(self, ratio: float, worst: int):

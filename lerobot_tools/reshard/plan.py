@@ -57,7 +57,7 @@ def episode_runs(pf) -> list[tuple[int, int, int]]:
     return [(r[0], r[1], r[2]) for r in runs]
 
 
-def _bytes_per_row(footer) -> list[tuple[int, float]]:
+def bytes_per_row(footer) -> list[tuple[int, float]]:
     """``[(first_row, uncompressed bytes per row), ...]`` of each source row group."""
     out = []
     row = 0
@@ -86,7 +86,7 @@ def plan_groups(runs: list[tuple[int, int, int]], bpr: list[tuple[int, float]], 
 
     Args:
         runs: from :func:`episode_runs`.
-        bpr: from :func:`_bytes_per_row` (source bytes per row, by row range).
+        bpr: from :func:`bytes_per_row` (source bytes per row, by row range).
         limit_bytes: the row-group size limit.
         scale: multiply the estimates by this (after a rewrite measured them too low).
 

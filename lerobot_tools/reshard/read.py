@@ -15,8 +15,8 @@ from lerobot_tools.reshard.model import (
     MB,
     PREFETCH,
     READ_BUFFER,
-    _CODEC_NAMES,
-    _DICT_ENCODINGS,
+    CODEC_NAMES,
+    DICT_ENCODINGS,
     ReshardOptions,
 )
 
@@ -130,7 +130,7 @@ def _dictionary_pays(values) -> bool:
     return pc.count_distinct(values).as_py() <= DICT_DISTINCT_RATIO * n
 
 
-def _writer_options(pf, options: ReshardOptions, sample=None) -> dict[str, Any]:
+def writer_options(pf, options: ReshardOptions, sample=None) -> dict[str, Any]:
     """``pq.ParquetWriter`` keyword arguments: the source's codec per column (or the requested one),
     dictionary encoding where the source used it and a sample shows it pays, page index, statistics.
 
@@ -163,13 +163,13 @@ def _writer_options(pf, options: ReshardOptions, sample=None) -> dict[str, Any]:
         col = src.column(i) if src is not None and i < src.num_columns else None
         if options.compression == "keep":
             name = (col.compression if col is not None else "SNAPPY").upper()
-            if name not in _CODEC_NAMES:
+            if name not in CODEC_NAMES:
                 raise DatasetError(f"column {path} uses codec {name}, which pyarrow cannot write; "
                                    "use --compression zstd or snappy")
-            codecs[path] = _CODEC_NAMES[name]
+            codecs[path] = CODEC_NAMES[name]
         else:
             codecs[path] = options.compression
-        used = col is None or bool(_DICT_ENCODINGS & set(col.encodings))
+        used = col is None or bool(DICT_ENCODINGS & set(col.encodings))
         if used and (leaves is None or _dictionary_pays(leaves[i])):
             dictionary.append(path)
     return {

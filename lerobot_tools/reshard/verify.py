@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 
 from lerobot_tools._arrow_equal import values_equal
-from lerobot_tools.reshard.model import _CODEC_NAMES, PlannedGroup, ReshardOptions, VerifyError, _Oversize
+from lerobot_tools.reshard.model import CODEC_NAMES, PlannedGroup, ReshardOptions, VerifyError, Oversize
 from lerobot_tools.reshard.read import _guarded, _open, _prefetched, decode_threads
 
 
@@ -62,7 +62,7 @@ def verify_rewrite(original: Path, new: Path, groups: list[PlannedGroup], option
 
     Raises:
         VerifyError: anything differs (message says what, one line).
-        _Oversize: only the size limit was missed (the caller re-plans).
+        Oversize: only the size limit was missed (the caller re-plans).
     """
     with _open(original) as po, _open(new) as pn:
         mo, mn = po.metadata, pn.metadata
@@ -91,7 +91,7 @@ def verify_rewrite(original: Path, new: Path, groups: list[PlannedGroup], option
                     raise VerifyError(f"verification failed: row group {j} column {col.path_in_schema} has no page index")
                 if isinstance(codecs, dict):
                     want = codecs.get(col.path_in_schema)
-                    if want is not None and _CODEC_NAMES.get(col.compression.upper(), "?") != want:
+                    if want is not None and CODEC_NAMES.get(col.compression.upper(), "?") != want:
                         raise VerifyError(f"verification failed: column {col.path_in_schema} written as "
                                           f"{col.compression}, {want} expected")
             if leaf is not None:
@@ -103,5 +103,5 @@ def verify_rewrite(original: Path, new: Path, groups: list[PlannedGroup], option
                 if ratio > worst_ratio:
                     worst_ratio, worst = ratio, rg.total_byte_size
         if worst:
-            raise _Oversize(worst_ratio, worst)
+            raise Oversize(worst_ratio, worst)
     _compare_content(original, new, batch_rows)

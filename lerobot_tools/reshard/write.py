@@ -20,14 +20,14 @@ from lerobot_tools.reshard.model import (
     PlannedGroup,
     ReshardOptions,
     VerifyError,
-    _Oversize,
+    Oversize,
 )
-from lerobot_tools.reshard.plan import _bytes_per_row, episode_runs, plan_groups
+from lerobot_tools.reshard.plan import bytes_per_row, episode_runs, plan_groups
 from lerobot_tools.reshard.read import (
     _guarded,
     _open,
     _prefetched,
-    _writer_options,
+    writer_options,
     file_conformance,
 )
 from lerobot_tools.reshard.verify import verify_rewrite
@@ -156,12 +156,12 @@ def reshard_file(path: Path, relpath: str, options: ReshardOptions, *, dataset: 
             raise DatasetError(problem)
         if path.is_symlink():
             res.notes.append("was a symlink (hub cache blob): replaced by a regular file, the blob is left untouched")
-        bpr = _bytes_per_row(footer)
+        bpr = bytes_per_row(footer)
         with _open(path) as pf:
             runs = episode_runs(pf)
             sample = next(_guarded(pf.iter_batches(batch_size=_batch_rows(footer), use_threads=True),
                                    "the data pages"), None)
-            writer_kwargs = _writer_options(pf, options, sample)
+            writer_kwargs = writer_options(pf, options, sample)
             del sample
         found = {r[0] for r in runs}
         res.episodes = len(found)
@@ -186,7 +186,7 @@ def reshard_file(path: Path, relpath: str, options: ReshardOptions, *, dataset: 
                     _write_layout(path, tmp, groups, writer_kwargs, batch_rows,
                                   progress if attempt == 1 else None, res.bytes_before or 0)
                 break
-            except _Oversize as over:
+            except Oversize as over:
                 if attempt == MAX_ATTEMPTS:
                     raise VerifyError(f"row groups still above {options.row_group_mb:g} MB after {attempt} "
                                       f"attempts (largest {over.worst / MB:.2f} MB)") from None

@@ -36,13 +36,13 @@ from lerobot_tools.smoke.model import (
 )
 from lerobot_tools.smoke.monitor import RssMonitor
 from lerobot_tools.smoke.pipeline import (
-    _check_batch,
-    _iterate,
+    check_batch,
+    iterate,
     loader_error_line,
     require_loader_deps,
     timed_batches,
 )
-from lerobot_tools.smoke.render import _fmt, _mb, render_runs
+from lerobot_tools.smoke.render import fmt, mb, render_runs
 
 #: Mixture errors that do not stop the smoke run: they concern normalisation statistics (X008) and OpenTau's
 #: prompt substitutions (X009), which the bundled loaders do not use; the report still shows them.
@@ -155,7 +155,7 @@ def _run(kind: str, mix, opts: SmokeOptions, mon: RssMonitor, labels: set[str], 
     problems: dict[str, set] = {"keys": set(), "video": set(), "tasks": set()}
     got: list[tuple[int, int, int]] = []
     for batch in timed_batches(loader, run, mon, opts.batches, "dataset_index", len(cameras)):
-        _check_batch(batch, spec, labels, cameras, problems)
+        check_batch(batch, spec, labels, cameras, problems)
         got.extend(_batch_triples(batch))
     run.checks.append(CheckResult("schema", not problems["keys"], "; ".join(sorted(problems["keys"])[:5])
                                   or f"{len(spec)} common keys with the mixture's dtypes and shapes in every batch"))
@@ -211,7 +211,7 @@ def _epoch_and_order_checks(mix_nv, opts: SmokeOptions, names: list[str]) -> lis
                                     collate_fn=collate_frames)
             seen: Counter = Counter()
             try:
-                with _iterate(loader) as it:
+                with iterate(loader) as it:
                     for batch in it:
                         seen.update(_batch_triples(batch))
                 ok = seen == Counter(_triples(mix_nv, plan))
@@ -343,7 +343,7 @@ def render_mixture_text(rep: MixtureSmokeReport, out: IO[str], *, color: bool = 
     out.write(f"{rep.target} (mixture)\n")
     if rep.frames is not None:
         out.write(f"  {len(rep.datasets) or len(rep.validate)} dataset(s), {rep.frames} frame(s); built in "
-                  f"{_fmt(rep.construct_s, ' s', 2)} ({rep.cold_datasets} Arrow cache(s) built); common keys: "
+                  f"{fmt(rep.construct_s, ' s', 2)} ({rep.cold_datasets} Arrow cache(s) built); common keys: "
                   f"{', '.join(rep.names)}\n")
     notes = Counter(f"{f.check} ({f.severity})" for r in rep.validate for f in r.findings
                     if not f.known and f.severity != "info")
@@ -364,7 +364,7 @@ def render_mixture_text(rep: MixtureSmokeReport, out: IO[str], *, color: bool = 
                           f"{d['decoded_frames_per_s']:>9.1f}\n")
     if rep.error:
         out.write(f"  FAIL  loader error: {rep.error}\n")
-    out.write(f"  peak RSS of the process tree: {_mb(rep.peak_rss_bytes)} (PSS {_mb(rep.peak_pss_bytes)}, shared "
+    out.write(f"  peak RSS of the process tree: {mb(rep.peak_rss_bytes)} (PSS {mb(rep.peak_pss_bytes)}, shared "
               f"pages counted once); {rep.seconds:.1f} s\n\n")
     out.write(f"Smoke: mixture of {len(rep.validate)} dataset(s): {'FAILED' if rep.failed else 'passed'}\n")
 

@@ -62,7 +62,7 @@ def _close(it) -> None:
 
 
 @contextlib.contextmanager
-def _iterate(loader):
+def iterate(loader):
     """Yield ``iter(loader)``; an exception from the loop becomes :class:`LoaderFailed` with one line, and the
     iterator's workers are always shut down (see :func:`_close`). The new exception is raised after the
     ``except`` block so it does not chain the worker traceback."""
@@ -108,7 +108,7 @@ def timed_batches(loader, run: LoaderRun, mon: RssMonitor, batches: int, size_ke
     sizes: list[int] = []
     mon.reset()
     t0 = last = time.perf_counter()
-    with _iterate(loader) as it:
+    with iterate(loader) as it:
         for _ in range(batches):
             try:
                 batch = next(it)
@@ -134,7 +134,7 @@ def timed_batches(loader, run: LoaderRun, mon: RssMonitor, batches: int, size_ke
         run.p50_ms, run.p95_ms, run.p99_ms = _percentile(ms, 50), _percentile(ms, 95), _percentile(ms, 99)
 
 
-def _check_batch(batch: dict, spec: dict, labels: set[str], video_keys: list[str], problems: dict[str, set]) -> None:
+def check_batch(batch: dict, spec: dict, labels: set[str], video_keys: list[str], problems: dict[str, set]) -> None:
     import torch
 
     n = None
@@ -203,7 +203,7 @@ def _run_loader(kind: str, root, episodes, opts: SmokeOptions, mon: RssMonitor, 
     no_task = 0
     for batch in timed_batches(loader, run, mon, opts.batches, "index", len(ds.video_keys)):
         n = len(batch["index"])
-        _check_batch(batch, spec, labels, ds.video_keys, problems)
+        check_batch(batch, spec, labels, ds.video_keys, problems)
         tasks = batch.get("task")
         no_task += n if tasks is None else sum(1 for t in tasks if t is None)
         got_pairs.extend(_pairs(batch))
@@ -248,7 +248,7 @@ def _epoch_check(kind: str, root, episodes, opts: SmokeOptions) -> CheckResult:
                                                  seed=opts.seed, rank=0, world_size=1),
                             batch_size=opts.batch_size, num_workers=opts.num_workers, collate_fn=collate_frames)
     seen: Counter = Counter()
-    with _iterate(loader) as it:
+    with iterate(loader) as it:
         for batch in it:
             seen.update(_pairs(batch))
     expected = {(e, f) for e, n in zip(ds.episodes, ds.episode_lengths.tolist()) for f in range(n)}

@@ -16,11 +16,11 @@ def exit_status(reports: list[Any]) -> int:
     return 1 if any(r.failed for r in reports) else 0
 
 
-def _mb(n: int | None) -> str:
+def mb(n: int | None) -> str:
     return "n/a" if n is None else f"{n / 2**20:.0f} MB"
 
 
-def _fmt(v: float | None, unit: str = "", digits: int = 1) -> str:
+def fmt(v: float | None, unit: str = "", digits: int = 1) -> str:
     return "n/a" if v is None else f"{v:.{digits}f}{unit}"
 
 
@@ -54,7 +54,7 @@ def render_text(reports: list[Any], out: IO[str]) -> None:
         render_runs(r.runs, r.checks, out)
         if r.error:
             out.write(f"  FAIL  loader error: {r.error}\n")
-        out.write(f"  peak RSS of the process tree: {_mb(r.peak_rss_bytes)} (PSS {_mb(r.peak_pss_bytes)}, "
+        out.write(f"  peak RSS of the process tree: {mb(r.peak_rss_bytes)} (PSS {mb(r.peak_pss_bytes)}, "
                   f"shared pages counted once); {r.seconds:.1f} s\n\n")
     n_fail = sum(1 for r in reports if r.failed)
     out.write(f"Smoke: {len(reports)} dataset(s), {n_fail} failed, {len(blocked)} blocked by validate\n")
@@ -73,10 +73,10 @@ def render_runs(runs: list[Any], checks: list[Any], out: IO[str]) -> None:
             out.write(f"  FAIL  loader {run.loader}: {run.error}\n")
             continue
         out.write(f"  loader {run.loader}: {run.batches} batch(es), {run.samples} samples; "
-                  f"{_fmt(run.samples_per_s)} samples/s, {_fmt(run.decoded_frames_per_s)} decoded frames/s; "
-                  f"first batch {_fmt(run.first_batch_s and run.first_batch_s * 1e3, ' ms', 0)}; "
-                  f"batch p50/p95/p99 {_fmt(run.p50_ms)}/{_fmt(run.p95_ms)}/{_fmt(run.p99_ms)} ms; "
-                  f"peak RSS {_mb(run.peak_rss_bytes)} (PSS {_mb(run.peak_pss_bytes)})\n")
+                  f"{fmt(run.samples_per_s)} samples/s, {fmt(run.decoded_frames_per_s)} decoded frames/s; "
+                  f"first batch {fmt(run.first_batch_s and run.first_batch_s * 1e3, ' ms', 0)}; "
+                  f"batch p50/p95/p99 {fmt(run.p50_ms)}/{fmt(run.p95_ms)}/{fmt(run.p99_ms)} ms; "
+                  f"peak RSS {mb(run.peak_rss_bytes)} (PSS {mb(run.peak_pss_bytes)})\n")
         for c in run.checks:
             out.write(_check_line(c, f"{run.loader} "))
     for c in checks:

@@ -177,7 +177,7 @@ def gop_stats(keyframes: list[int] | None, frame_count: int | None) -> tuple[int
     return max(runs), frame_count / len(ks)
 
 
-def _chroma_of(pix_fmt: str) -> tuple[int | None, str | None]:
+def chroma_of(pix_fmt: str) -> tuple[int | None, str | None]:
     """-> (bit_depth, chroma) for an FFmpeg pixel format name, via PyAV's format descriptor."""
     import av
 
@@ -283,7 +283,7 @@ def _apply_pyav(res: VideoProbe, path: str, gop: str) -> None:
         pix_fmt = cc.format.name if cc.format is not None else None
         if pix_fmt:
             res.pix_fmt = pix_fmt
-            depth, chroma = _chroma_of(pix_fmt)
+            depth, chroma = chroma_of(pix_fmt)
             res.bit_depth, res.chroma = depth or res.bit_depth, chroma or res.chroma
         if cc.width and cc.height:
             res.width, res.height = cc.width, cc.height

@@ -284,12 +284,12 @@ class ContentBuilder:
 
     def add(self, batch, run_eps: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> None:
         """One record batch: ``run_eps[i]`` is the episode of rows ``starts[i] : starts[i] + lens[i]``."""
-        from lerobot_tools.checks.stats.deep import _as_matrix
+        from lerobot_tools.checks.stats.deep import as_matrix
 
         present = set(batch.schema.names)
         mats = []
         for name, (dims, _) in self.request.columns.items():
-            m = _as_matrix(batch.column(name), dims) if name in present and name not in self.unusable else None
+            m = as_matrix(batch.column(name), dims) if name in present and name not in self.unusable else None
             if m is None:
                 self.unusable.add(name)
                 m = np.full((batch.num_rows, dims), np.nan)

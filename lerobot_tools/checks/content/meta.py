@@ -73,7 +73,7 @@ def _blocks(ds, wanted: dict[str, tuple[str, ...]]):
     """The per-episode statistics as :class:`~lerobot_tools.checks.stats.blocks.StatsBlock` s: v3.0 reads only the
     ``stats/<feature>/<stat>`` columns of ``wanted`` from each ``meta/episodes`` file (a few of its ~100 columns);
     v2.1 streams ``episodes_stats.jsonl`` (:class:`~lerobot_tools.checks.stats.blocks.StatsBlocks`)."""
-    from lerobot_tools.checks.stats.blocks import StatsBlock, StatsBlocks, _arrow_column
+    from lerobot_tools.checks.stats.blocks import StatsBlock, StatsBlocks, arrow_column
 
     if ds.layout != "v3":
         blocks = StatsBlocks(ds)
@@ -100,7 +100,7 @@ def _blocks(ds, wanted: dict[str, tuple[str, ...]]):
         features: dict = {}
         for c in cols:
             f, _, stat = c[len("stats/"):].rpartition("/")
-            features.setdefault(f, {})[stat] = _arrow_column(table.column(c), stat, feats.get(f))
+            features.setdefault(f, {})[stat] = arrow_column(table.column(c), stat, feats.get(f))
         yield StatsBlock(rel, 0, numpy_values(table.column("episode_index")).astype(np.int64), features)
 
 

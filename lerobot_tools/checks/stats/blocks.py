@@ -21,7 +21,7 @@ from lerobot_tools.checks.stats.stored import (
     MAX_JSONL_LINE_BYTES,
     NOT_AN_OBJECT,
     EpisodeStatsReader,
-    _stats_jsonl_lines,
+    stats_jsonl_lines,
     accepted_shapes,
     to_array,
     whole_counts,
@@ -162,7 +162,7 @@ def column_from_values(values: list[Any], stat: str, feat: dict | None) -> StatC
     return StatColumn(out, ok, shapes)
 
 
-def _arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
+def arrow_column(col, stat: str, feat: dict | None) -> StatColumn:
     """A :class:`StatColumn` from an Arrow column of (nested) lists: zero-copy reshape when every row has the
     same nested lengths, else the per-row path."""
     import pyarrow as pa
@@ -344,7 +344,7 @@ class StatsBlocks:
             if split is None:
                 continue
             feature, stat = split
-            features.setdefault(feature, {})[stat] = _arrow_column(whole.column(c), stat, self.feats.get(feature))
+            features.setdefault(feature, {})[stat] = arrow_column(whole.column(c), stat, self.feats.get(feature))
         spans: list[tuple[int, str]] = []
         start = 0
         for (rel, _), t in zip(pieces, tables):
@@ -474,7 +474,7 @@ class StatsBlocks:
         rel = V2_EPISODES_STATS_PATH
         parser = EpisodeStatsReader(self.ds)
         items: list[tuple[int, int, dict]] = []
-        for offset, lineno, line in _stats_jsonl_lines(self.ds.root, self.problems):
+        for offset, lineno, line in stats_jsonl_lines(self.ds.root, self.problems):
             row = parser._parse_line(line, lineno)
             if row is None:
                 continue

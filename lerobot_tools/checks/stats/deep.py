@@ -122,7 +122,7 @@ class FileStatsBuilder:
             if name in self.unusable or name not in present:
                 self.parts[name].append(None)
                 continue
-            x = _as_matrix(batch.column(name), dims)
+            x = as_matrix(batch.column(name), dims)
             if x is None:
                 self.unusable.add(name)
                 self.parts[name].append(None)
@@ -375,7 +375,7 @@ def _round(v: np.ndarray, dtype: np.dtype, *, down: bool) -> np.ndarray:
     return np.where(r.astype(np.float64) < v, np.nextafter(r, dtype.type(np.inf)), r)
 
 
-def _as_matrix(col, dims: int) -> np.ndarray | None:
+def as_matrix(col, dims: int) -> np.ndarray | None:
     """A record-batch column as an ``(n, dims)`` numpy array (float32 kept, others as stored), or None when its
     rows do not all hold ``dims`` values (D005 / S004 report that)."""
     import pyarrow as pa

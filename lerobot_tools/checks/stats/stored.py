@@ -237,7 +237,7 @@ class EpisodeStatsReader:
             yield from self._iter_parquet()
 
     def _iter_jsonl(self) -> Iterator[EpisodeStatsRow]:
-        for offset, lineno, line in _stats_jsonl_lines(self.ds.root, self.problems):
+        for offset, lineno, line in stats_jsonl_lines(self.ds.root, self.problems):
             row = self._parse_line(line, lineno)
             if row is not None:
                 self._offsets.setdefault(row.episode_index, offset)
@@ -342,7 +342,7 @@ class EpisodeStatsReader:
 
 
 
-def _stats_jsonl_lines(root: Path, problems: list[tuple[str, str]]) -> Iterator[tuple[int, int, bytes]]:
+def stats_jsonl_lines(root: Path, problems: list[tuple[str, str]]) -> Iterator[tuple[int, int, bytes]]:
     """``(byte offset, line number, raw line)`` of ``meta/episodes_stats.jsonl``, streamed line by line.
 
     A line over :data:`MAX_JSONL_LINE_BYTES` is skipped, and it or an unreadable file is recorded in

@@ -31,7 +31,7 @@ from lerobot_tools.checks.stats import stored as st
 from lerobot_tools.checks.stats.compute import (
     QUANTILE_BINS, Moments, RunningAggregate, compare, episode_stats, float_eps,
 )
-from lerobot_tools.checks.stats.deep import _as_matrix, numeric_columns
+from lerobot_tools.checks.stats.deep import as_matrix, numeric_columns
 from lerobot_tools.checks.stats.meta import stale_stats
 from lerobot_tools.dataset.footers import row_group_rows
 from lerobot_tools.dataset.model import STATS_PATH, V2_EPISODES_STATS_PATH
@@ -281,7 +281,7 @@ def fix_stats(rc) -> None:
         for batch in pf.iter_batches(batch_size=max(1024, min(65536, (16 * 2**20) // width)),
                                      columns=["episode_index", *names]):
             ep = numpy_values(batch.column("episode_index"))
-            mats = {n: _as_matrix(batch.column(n), features[n].dims) for n in names}
+            mats = {n: as_matrix(batch.column(n), features[n].dims) for n in names}
             for e in np.unique(ep).tolist():
                 sel = np.flatnonzero(ep == e)
                 rows[e] = rows.get(e, 0) + len(sel)
@@ -335,9 +335,9 @@ def fix_stats(rc) -> None:
             for n in entries:
                 per_feature[n] = per_feature.get(n, 0) + 1
         if reader.kind == "jsonl":
-            changes = [_jsonl_change(ds, replaced, wanted)]
+            changes = [jsonl_change(ds, replaced, wanted)]
         else:
-            changes = _parquet_changes(ds, reader, replaced, wanted)
+            changes = parquet_changes(ds, reader, replaced, wanted)
             written = {(c.episodes[r], col[len("stats/"):col.rindex("/")])
                        for c in changes for r, cols in c.cells.items() for col in cols}
             per_feature = {}
@@ -470,7 +470,7 @@ def _episode(reader, e, parts, features, quantile_sets, feats, lengths, replaced
             replaced.setdefault(e, {})[name] = _merge(raw, plain, wrong)
 
 
-def _jsonl_change(ds, replaced: dict[int, dict[str, dict]], checks: list[str]) -> TextChange:
+def jsonl_change(ds, replaced: dict[int, dict[str, dict]], checks: list[str]) -> TextChange:
     """v2.1: the lines of the replaced episodes re-serialised (``json.dumps``), every other line kept."""
     old_text = (ds.root / V2_EPISODES_STATS_PATH).read_text(encoding="utf-8")
     lines = old_text.splitlines(keepends=True)
@@ -501,7 +501,7 @@ def _jsonl_change(ds, replaced: dict[int, dict[str, dict]], checks: list[str]) -
     return TextChange(V2_EPISODES_STATS_PATH, old_text, new_text, list(checks), verify)
 
 
-def _parquet_changes(ds, reader, replaced, checks) -> list[StatsCellsRewrite]:
+def parquet_changes(ds, reader, replaced, checks) -> list[StatsCellsRewrite]:
     """v3.0: one :class:`StatsCellsRewrite` per ``meta/episodes`` file holding a replaced episode."""
     import pyarrow.parquet as pq
 

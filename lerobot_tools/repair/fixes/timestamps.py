@@ -378,7 +378,7 @@ def _timestamp_stats(rc: RepairContext, values: dict[int, np.ndarray]) -> list[s
 
     from lerobot_tools.checks.stats import stored as st
     from lerobot_tools.checks.stats.compute import RunningAggregate, episode_stats
-    from lerobot_tools.repair.fixes.stats import _jsonl_change, _parquet_changes, _plain
+    from lerobot_tools.repair.fixes.stats import jsonl_change, parquet_changes, _plain
     from lerobot_tools.repair.model import TextChange, dump_like
 
     ds = rc.ds
@@ -402,8 +402,8 @@ def _timestamp_stats(rc: RepairContext, values: dict[int, np.ndarray]) -> list[s
             agg.add(parsed)
     files: list[str] = []
     if replaced:
-        changes = [_jsonl_change(ds, replaced, ["D003"])] if reader.kind == "jsonl" else \
-            _parquet_changes(ds, reader, replaced, ["D003"])
+        changes = [jsonl_change(ds, replaced, ["D003"])] if reader.kind == "jsonl" else \
+            parquet_changes(ds, reader, replaced, ["D003"])
         for c in changes:
             existing = next((x for x in rc.file_changes if getattr(x, "relpath", None) == c.relpath
                              and hasattr(x, "cells")), None)

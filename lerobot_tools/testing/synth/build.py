@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lerobot_tools.testing.synth.columns import _data_schema, _episode_columns, _episode_table, _parquet_writer
+from lerobot_tools.testing.synth.columns import data_schema, episode_columns, episode_table, parquet_writer
 from lerobot_tools.testing.synth.frames import frame_pixels
 from lerobot_tools.testing.synth.spec import (
     CHUNKS_SIZE,
@@ -27,7 +27,7 @@ from lerobot_tools.testing.synth.spec import (
     VIDEO_FILES_SIZE_IN_MB,
     SynthSpec,
 )
-from lerobot_tools.testing.synth.stats import _episode_stats, _StatsAccumulator, _stats_json
+from lerobot_tools.testing.synth.stats import episode_stats, StatsAccumulator, stats_json
 from lerobot_tools.testing.synth.video import _ffmpeg, concat_videos, encode_video
 
 def _write_json(path: Path, obj, indent: int | None = 4) -> None:
@@ -109,7 +109,7 @@ def _iter_episodes(spec: SynthSpec, hook: EpisodeHook | None):
     start = 0
     for ep, (length, task) in enumerate(zip(spec.episode_lengths, spec.task_of_episodes())):
         length = int(length)
-        cols = _episode_columns(spec, ep, length, start, task)
+        cols = episode_columns(spec, ep, length, start, task)
         if hook is not None:
             hook(ep, cols)
         yield ep, length, task, cols
@@ -138,23 +138,23 @@ def _episode_tasks(spec: SynthSpec, cols: dict[str, np.ndarray]) -> list[str]:
 def _build_v21(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | None,
                frame_hook: FrameHook | None = None) -> None:
     features = spec.features()
-    schema = _data_schema(features)
+    schema = data_schema(features)
     write_videos = spec.video_codec is not None and bool(spec.video_keys)
-    episodes, ep_stats_rows, acc = [], [], _StatsAccumulator()
+    episodes, ep_stats_rows, acc = [], [], StatsAccumulator()
     total = 0
     for ep, length, task, cols in _iter_episodes(spec, hook):
         chunk = ep // CHUNKS_SIZE
         path = root / V21_DATA_PATH.format(episode_chunk=chunk, episode_index=ep)
-        with _parquet_writer(path, schema, spec) as w:
-            w.write_table(_episode_table(cols, schema))
+        with parquet_writer(path, schema, spec) as w:
+            w.write_table(episode_table(cols, schema))
         if write_videos:
             for key in spec.video_keys:
                 vpath = root / V21_VIDEO_PATH.format(episode_chunk=chunk, video_key=key, episode_index=ep)
                 _encode_episode(vpath, spec, ep, length, key, frame_hook)
-        stats = _episode_stats(spec, features, ep, length, cols, quantiles=False, frame_hook=frame_hook)
+        stats = episode_stats(spec, features, ep, length, cols, quantiles=False, frame_hook=frame_hook)
         acc.add(stats)
         episodes.append({"episode_index": ep, "tasks": _episode_tasks(spec, cols), "length": length})
-        ep_stats_rows.append({"episode_index": ep, "stats": _stats_json(stats)})
+        ep_stats_rows.append({"episode_index": ep, "stats": stats_json(stats)})
         total += length
 
     n_eps = len(spec.episode_lengths)
@@ -177,7 +177,7 @@ def _build_v21(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | N
     _write_jsonl(meta / "tasks.jsonl", ({"task_index": i, "task": t} for i, t in enumerate(spec.tasks)))
     _write_jsonl(meta / "episodes.jsonl", episodes)
     _write_jsonl(meta / "episodes_stats.jsonl", ep_stats_rows)
-    _write_json(meta / "stats.json", _stats_json(acc.result()))
+    _write_json(meta / "stats.json", stats_json(acc.result()))
     _write_json(meta / "info.json", info)
 
 
@@ -232,14 +232,14 @@ def _flush_episode_rows(writer: pq.ParquetWriter, schema: pa.Schema, rows: list[
 def _build_v30(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | None,
                frame_hook: FrameHook | None = None) -> None:
     features = spec.features()
-    schema = _data_schema(features)
+    schema = data_schema(features)
     write_videos = spec.video_codec is not None and bool(spec.video_keys)
     per_file = spec.episodes_per_file
 
     ep_rows: list[dict] = []  # episodes-parquet rows not yet flushed (at most EPISODES_BUFFER)
     ep_writer: pq.ParquetWriter | None = None
     eschema: pa.Schema | None = None
-    acc = _StatsAccumulator()
+    acc = StatsAccumulator()
     chunk, file = 0, 0
     writer: pq.ParquetWriter | None = None
     file_tables: list[pa.Table] = []  # row_groups == "file": this data file's episodes
@@ -272,8 +272,8 @@ def _build_v30(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | N
             in_file, file_start_frames = 0, 0
         if writer is None:
             dpath = root / V30_DATA_PATH.format(chunk_index=chunk, file_index=file)
-            writer = _parquet_writer(dpath, schema, spec)
-        table = _episode_table(cols, schema)
+            writer = parquet_writer(dpath, schema, spec)
+        table = episode_table(cols, schema)
         if spec.row_groups == "episode":
             writer.write_table(table)
         else:
@@ -297,7 +297,7 @@ def _build_v30(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | N
             row[f"videos/{key}/file_index"] = file
             row[f"videos/{key}/from_timestamp"] = file_start_frames / spec.fps
             row[f"videos/{key}/to_timestamp"] = file_start_frames / spec.fps + length / spec.fps
-        stats = _episode_stats(spec, features, ep, length, cols, quantiles=True, frame_hook=frame_hook)
+        stats = episode_stats(spec, features, ep, length, cols, quantiles=True, frame_hook=frame_hook)
         acc.add(stats)
         for feat, st in stats.items():
             for name, arr in st.items():
@@ -308,7 +308,7 @@ def _build_v30(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | N
         if ep_writer is None:
             eschema = _episodes_schema(features, spec.video_keys, stats)
             epath = root / V30_EPISODES_PATH.format(chunk_index=0, file_index=0)
-            ep_writer = _parquet_writer(epath, eschema, spec)
+            ep_writer = parquet_writer(epath, eschema, spec)
         if len(ep_rows) == EPISODES_BUFFER:
             _flush_episode_rows(ep_writer, eschema, ep_rows)
         in_file += 1
@@ -329,7 +329,7 @@ def _build_v30(root: Path, spec: SynthSpec, staging: Path, hook: EpisodeHook | N
     )
     tasks_df.to_parquet(meta / "tasks.parquet")
 
-    _write_json(meta / "stats.json", _stats_json(acc.result()))
+    _write_json(meta / "stats.json", stats_json(acc.result()))
     n_eps = len(spec.episode_lengths)
     info = {
         "codebase_version": "v3.0",

@@ -41,7 +41,7 @@ def _arrow_type(dtype: str, shape: Sequence[int]) -> pa.DataType:
     return value if list(shape) == [1] else pa.list_(value, int(shape[0]))
 
 
-def _data_schema(features: dict[str, dict]) -> pa.Schema:
+def data_schema(features: dict[str, dict]) -> pa.Schema:
     cols = {k: v for k, v in features.items() if v["dtype"] not in ("video", "image", "string")}
     fields = [pa.field(k, _arrow_type(v["dtype"], v["shape"])) for k, v in cols.items()]
     hf = {k: hf_feature_json(v["dtype"], v["shape"]) for k, v in cols.items()}
@@ -60,7 +60,7 @@ def _to_arrow(col: np.ndarray, typ: pa.DataType) -> pa.Array:
 # ----------------------------------------------------------------------------------------------
 
 
-def _episode_columns(
+def episode_columns(
     spec: SynthSpec, ep: int, length: int, start_index: int, task: int
 ) -> dict[str, np.ndarray]:
     """Data columns of one episode (numpy), values depending only on (seed, episode)."""
@@ -91,12 +91,12 @@ def _episode_columns(
     return cols
 
 
-def _parquet_writer(path: Path, schema: pa.Schema, spec: SynthSpec) -> pq.ParquetWriter:
+def parquet_writer(path: Path, schema: pa.Schema, spec: SynthSpec) -> pq.ParquetWriter:
     path.parent.mkdir(parents=True, exist_ok=True)
     return pq.ParquetWriter(
         str(path), schema, compression="snappy", use_dictionary=True, write_page_index=spec.write_page_index
     )
 
 
-def _episode_table(cols: dict[str, np.ndarray], schema: pa.Schema) -> pa.Table:
+def episode_table(cols: dict[str, np.ndarray], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays([_to_arrow(cols[f.name], f.type) for f in schema], schema=schema)

@@ -59,7 +59,7 @@ def _sample_frames(ep: int, length: int, H: int, W: int, key: str | None = None,
     return np.stack([frame_hook(ep, key, int(i), frame_pixels(ep, int(i), H, W)) for i in idx])
 
 
-class _StatsAccumulator:
+class StatsAccumulator:
     """Running combination of per-episode stats (lerobot ``aggregate_stats``), O(features) memory.
 
     min/max: element-wise envelope; mean: count-weighted; std: pooled variance around the global
@@ -120,11 +120,11 @@ class _StatsAccumulator:
         return out
 
 
-def _stats_json(stats: dict[str, dict[str, np.ndarray]]) -> dict:
+def stats_json(stats: dict[str, dict[str, np.ndarray]]) -> dict:
     return {f: {k: np.asarray(v).tolist() for k, v in s.items()} for f, s in stats.items()}
 
 
-def _episode_stats(
+def episode_stats(
     spec: SynthSpec, features: dict, ep: int, length: int, cols: dict, quantiles: bool, frame_hook=None
 ) -> dict:
     stats: dict[str, dict[str, np.ndarray]] = {}
