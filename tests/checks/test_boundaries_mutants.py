@@ -1,4 +1,5 @@
-"""Tolerances that tests/test_boundaries.py does not cover, each placed just inside (passes) and just outside (fails):
+"""Tolerances that tests/checks/test_boundaries.py does not cover, each placed just inside (passes) and just outside
+(fails):
 
 * F009: the stream frame rate against ``info.json`` ``fps`` (relative tolerance
   :data:`lerobot_tools.video.compare.FPS_TOLERANCE`);

@@ -22,7 +22,7 @@ from lerobot_tools.cli import cli
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "datasets"
 
 

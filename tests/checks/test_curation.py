@@ -16,7 +16,7 @@ from lerobot_tools.cli import cli
 from lerobot_tools.dataset.mixture import read_mixture
 from lerobot_tools.validate import validate
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DS = FIXTURES / "datasets"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
 

@@ -20,7 +20,7 @@ from lerobot_tools.dataset.mixture_schema import mixture_schema
 from lerobot_tools.errors import UsageError
 from lerobot_tools.validate import validate
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MIXTURES = json.loads((FIXTURES / "manifest.json").read_text())["mixtures"]
 
 

@@ -22,7 +22,7 @@ from lerobot_tools.findings import Finding, NotChecked
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "datasets"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "datasets"
 CAM = "observation.images.front"
 EFFORT = "observation.effort"
 LEFT_OUT = NotChecked("X (mixture compatibility)", "the dataset or its meta/info.json could not be read; it is left "

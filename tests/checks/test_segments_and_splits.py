@@ -19,7 +19,7 @@ import pytest
 from lerobot_tools.checks.engine import ValidateOptions
 from lerobot_tools.validate import validate
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DS = FIXTURES / "datasets"
 REAL = FIXTURES / "real" / "multifile-pandas3"
 KEY = "videos/observation.images.front"

@@ -20,7 +20,7 @@ from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 from tests.editing import edit_json as _edit_json, edit_v21_stats as _edit_v21
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "datasets"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "datasets"
 SPEC_V3 = SynthSpec(episode_lengths=(20, 15, 25, 12), video_keys=(), video_codec=None)
 SPEC_V21 = SynthSpec(version="v2.1", episode_lengths=(20, 15, 25), video_keys=(), video_codec=None)
 
@@ -500,7 +500,7 @@ def test_deep_scan_with_statistics_round_trips_through_json():
     np.testing.assert_allclose(np.sqrt(a["m2"][0] / a["n"][0]), ep0.std(0), rtol=1e-6)
 
 
-REAL = Path(__file__).resolve().parent.parent / "fixtures" / "real"
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in REAL.iterdir() if p.is_dir()) if REAL.is_dir() else [])

@@ -1,7 +1,7 @@
 """Documented CLI flags, each exercised through the CLI with its effect asserted (not only the exit status).
 
-Flags that have boundary tests elsewhere (``--tolerance-s``, ``--row-group-mb``: tests/test_boundaries.py) are not
-repeated here.
+Flags that have boundary tests elsewhere (``--tolerance-s``, ``--row-group-mb``: tests/checks/test_boundaries.py) are
+not repeated here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from lerobot_tools.cli import cli
 from lerobot_tools.prefetch.lock import LockFile
 from tests.hubserver import HubServer, read_folder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "datasets"
 V21 = read_folder(FIXTURES / "clean_v21")
 

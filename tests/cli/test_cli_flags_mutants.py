@@ -22,7 +22,7 @@ from lerobot_tools.cli import cli
 from lerobot_tools.testing.synth import SynthSpec, build_dataset, encode_video, frame_pixels
 from tests.hubserver import HubServer, read_folder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "datasets"
 KEY = "observation.images.front"
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="system ffmpeg not installed")

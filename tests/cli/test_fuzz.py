@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from lerobot_tools.cli import cli
 from lerobot_tools.errors import LrtoolError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO / "fixtures" / "datasets"
 SCALE = float(os.environ.get("LRTOOL_FUZZ_SCALE", "1"))
 ALLOWED_EXIT = {0, 1, 2}
@@ -451,7 +451,7 @@ _repo_ids = itertools.count()
 def test_fuzz_prefetch_http(hub, work, monkeypatch, data):
     from lerobot_tools.prefetch.run import PrefetchOptions, prefetch
     from tests.hubserver import _Handler
-    from tests.test_prefetch import V21, FakeClock
+    from tests.prefetch.test_prefetch import V21, FakeClock
 
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         parent = Path(tmp)
@@ -528,7 +528,7 @@ def test_regression_tree_entry_with_a_non_object_lfs_is_an_error(hub, work, monk
     from lerobot_tools.prefetch.local import TreeFile
     from lerobot_tools.prefetch.run import PrefetchOptions, prefetch
     from tests.hubserver import _Handler
-    from tests.test_prefetch import V21, FakeClock
+    from tests.prefetch.test_prefetch import V21, FakeClock
 
     for bad in ({"lfs": "x"}, {"lfs": [1]}, {"size": -1}, {"lfs": {"oid": 5}}, {"xetHash": 3}):
         with pytest.raises((TypeError, ValueError)):

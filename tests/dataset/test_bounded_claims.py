@@ -23,7 +23,7 @@ from lerobot_tools.checks.counts import uncovered
 from lerobot_tools.dataset import mixture
 from lerobot_tools.errors import UsageError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CLEAN = REPO / "fixtures" / "datasets" / "clean_v21"
 HUGE = 10**30
 

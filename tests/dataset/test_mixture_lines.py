@@ -98,7 +98,7 @@ def test_diagnose_decodes_identical_entries_once(tmp_path):
     root = tmp_path / "ds"
     import shutil
 
-    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "datasets" / "clean_v21", root)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "datasets" / "clean_v21", root)
     mix = tmp_path / "mix.txt"
     mix.write_text("./ds\n./ds\nds\n")
     res = CliRunner().invoke(cli, ["diagnose-decode", str(mix), "--format", "json", "--frames", "1"])

@@ -11,7 +11,7 @@ import pytest
 from lerobot_tools.dataset import mixture, targets
 from lerobot_tools.errors import UsageError
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CLEAN = FIXTURES / "datasets" / "clean_v21"
 SHA_A = "a" * 40
 SHA_B = "0123456789abcdef0123456789abcdef01234567"

@@ -2,7 +2,7 @@
 lerobot_tools.dataset.templates with its exact one-line message.
 
 A template is text from whoever published the dataset, and ``str.format`` does what it says; these are the rules
-I008 reports and every reader relies on (tests/test_bounded.py runs hostile templates through the real commands).
+I008 reports and every reader relies on (tests/io/test_bounded.py runs hostile templates through the real commands).
 """
 
 from __future__ import annotations

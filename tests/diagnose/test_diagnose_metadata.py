@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from lerobot_tools.cli import cli
 
-DATASETS = Path(__file__).resolve().parent.parent / "fixtures" / "datasets"
+DATASETS = Path(__file__).resolve().parents[2] / "fixtures" / "datasets"
 
 
 def _break(root: Path, case: str) -> None:

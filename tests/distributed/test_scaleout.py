@@ -2,7 +2,7 @@
 
 The merged report of a distributed run must be exactly the single-process one (datasets, findings,
 exit status) on the repository's fixtures and on a synthetic mixture whose large datasets are split by
-file over the tasks (tests/scaleout_data.py). Ray and SLURM have their own test files.
+file over the tasks (tests/distributed/scaleout_data.py). Ray and SLURM have their own test files.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scaleout_data import REPO, build_mixture, comparable, env, lrtool
+from tests.distributed.scaleout_data import REPO, build_mixture, comparable, env, lrtool
 
 from lerobot_tools.checks.context import ValidateOptions
 from lerobot_tools.checks.observer import FileObserver

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.hubserver import HubServer, read_folder
-from tests.scaleout_data import REPO, lrtool
+from tests.distributed.scaleout_data import REPO, lrtool
 
 FIXTURES = REPO / "fixtures" / "datasets"
 TARGETS = ["mixture.txt", "datasets/clean_v30", "datasets/clean_v21", "datasets/broken_undeclared_column"]

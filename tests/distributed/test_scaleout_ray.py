@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scaleout_data import REPO, comparable, env, lrtool
+from tests.distributed.scaleout_data import REPO, comparable, env, lrtool
 
 pytest.importorskip("datatrove", reason="the [distributed] extra (datatrove) is not installed")
 pytest.importorskip("ray", reason="the [ray] extra (ray) is not installed")

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.scaleout_data import REPO, env
+from tests.distributed.scaleout_data import REPO, env
 
 from lerobot_tools.cli import cli
 

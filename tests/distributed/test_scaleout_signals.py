@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.hubserver import HubServer, read_folder
-from tests.scaleout_data import REPO, env
+from tests.distributed.scaleout_data import REPO, env
 
 pytest.importorskip("datatrove", reason="the [distributed] extra (datatrove) is not installed")
 pytestmark = pytest.mark.usefixtures("isolated_hub_env")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scaleout_data import REPO, comparable, lrtool
+from tests.distributed.scaleout_data import REPO, comparable, lrtool
 
 pytest.importorskip("datatrove", reason="the [distributed] extra (datatrove) is not installed")
 

@@ -81,7 +81,7 @@ def test_reshard_does_not_import_pandas(tmp_path):
     import shutil
     from pathlib import Path
 
-    src = Path(__file__).resolve().parent.parent / "fixtures/datasets/broken_collapsed_row_group"
+    src = Path(__file__).resolve().parents[2] / "fixtures/datasets/broken_collapsed_row_group"
     shutil.copytree(src, tmp_path / "ds")
     probe = (
         "import sys\n"

@@ -28,7 +28,7 @@ from lerobot_tools.dataset import mixture
 from lerobot_tools.dataset.model import Dataset, read_json
 from lerobot_tools.errors import DatasetError, LrtoolError, UsageError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CLEAN = REPO / "fixtures" / "datasets" / "clean_v21"
 CLEAN_V30 = REPO / "fixtures" / "datasets" / "clean_v30"
 DEEP = "[" * 5000 + "]" * 5000

@@ -24,7 +24,7 @@ from lerobot_tools._lock import DatasetLocked, dataset_lock, shared_dataset_lock
 from lerobot_tools.cli import cli
 from lerobot_tools.errors import LrtoolError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "datasets" / "clean_v21"
 
 # Tries the lock with no wait in another process; prints "locked" or "free" (TMPDIR is passed through).

@@ -27,7 +27,7 @@ from lerobot_tools.findings import Finding
 from lerobot_tools.prefetch.lock import LockFile
 from lerobot_tools.report import read_baseline, write_baseline
 
-CLEAN = Path(__file__).resolve().parent.parent / "fixtures" / "datasets" / "clean_v21"
+CLEAN = Path(__file__).resolve().parents[2] / "fixtures" / "datasets" / "clean_v21"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="creating a character device needs root")
 
 

@@ -16,7 +16,7 @@ from lerobot_tools.checks.engine import ValidateOptions
 from lerobot_tools.report import render_json
 from lerobot_tools.validate import validate
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "datasets"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "datasets"
 
 
 def test_results_come_in_input_order_whatever_order_they_finish_in():
@@ -249,7 +249,7 @@ def test_the_cli_ends_a_command_whose_interrupt_a_finaliser_dropped_with_exit_13
         return reports
 
     monkeypatch.setattr(validate_module, "validate", validate_then_drop_a_signal)
-    result = CliRunner().invoke(cli, ["validate", str(Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "clean_v21")])
+    result = CliRunner().invoke(cli, ["validate", str(Path(__file__).resolve().parents[2] / "fixtures" / "datasets" / "clean_v21")])
     assert calls == [1]  # the validate ran to its end: the interrupt was really dropped
     assert result.exit_code == INTERRUPTED == 130, result.output
     assert "lrtool: interrupted" in result.output

@@ -1,6 +1,6 @@
 """lerobot_tools._safeout, rule by rule: which characters from data reach a terminal raw, which as an escape,
 at the edges of every range, and what a SafeStream does around real text streams (io.StringIO, a TextIOWrapper
-over ASCII). tests/test_output_hygiene.py runs hostile names through the real commands."""
+over ASCII). tests/io/test_output_hygiene.py runs hostile names through the real commands."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from lerobot_tools.repair.apply import write_change
 from lerobot_tools.repair.model import Move
 from lerobot_tools.reshard import ReshardOptions, reshard
 
-DATASETS = Path(__file__).resolve().parent.parent / "fixtures" / "datasets"
+DATASETS = Path(__file__).resolve().parents[2] / "fixtures" / "datasets"
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import GLOO_TEARDOWN_ABORT
+from tests.loaders.conftest import GLOO_TEARDOWN_ABORT
 
 # a "rank" that writes its output (unless told not to), then dies of SIGABRT, printing the message or not
 RANK = textwrap.dedent("""

@@ -33,7 +33,7 @@ from lerobot_tools.loaders import (  # noqa: E402
 )
 from lerobot_tools.testing.synth import SynthSpec, build_dataset, encode_video, frame_pixels, read_frame_id  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "datasets"
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="system ffmpeg not installed")
 

@@ -31,7 +31,7 @@ from lerobot_tools.loaders import (  # noqa: E402
 )
 from lerobot_tools.testing.synth import SynthSpec, build_dataset, read_frame_id  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="system ffmpeg not installed")
 
 A_LENGTHS = (5, 7, 6)  # v3.0, 10 fps, camera "observation.images.front"

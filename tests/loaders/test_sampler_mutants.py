@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from lerobot_tools.loaders import EpisodeAwareSampler  # noqa: E402
 from lerobot_tools.loaders.sampler import dist_rank_world  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 LENGTHS = [13, 1, 40, 7, 0, 25, 9, 31, 2, 18]  # 146 frames, an empty and a 1-frame episode
 N = sum(LENGTHS)
 STARTS = [int(x) for x in np.concatenate([[0], np.cumsum(LENGTHS)[:-1]])]

@@ -8,7 +8,7 @@ import pytest
 
 from lerobot_tools.prefetch.budget import BucketBudget, Budgets, Limit, WaitTooLong
 from lerobot_tools.prefetch.ratelimit import parse_ratelimit
-from tests.test_prefetch import FakeClock
+from tests.prefetch.test_prefetch import FakeClock
 
 
 def _take(b: BucketBudget) -> float:

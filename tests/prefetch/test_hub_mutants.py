@@ -25,7 +25,7 @@ from lerobot_tools.prefetch import PrefetchOptions, prefetch
 from lerobot_tools.prefetch.hub import MAX_JSON_BYTES
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from tests.hubserver import HubServer
-from tests.test_prefetch import FakeClock, on_disk, run, write_mixture
+from tests.prefetch.test_prefetch import FakeClock, on_disk, run, write_mixture
 
 pytestmark = pytest.mark.usefixtures("isolated_hub_env")
 
@@ -419,7 +419,7 @@ def test_an_unusable_hf_endpoint_is_one_line_exit_2(tmp_path, endpoint, problem,
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     if command == "prefetch":
         args = ["prefetch", str(write_mixture(tmp_path, REPO)), "--local-dir-root", str(tmp_path / "dest")]
     else:

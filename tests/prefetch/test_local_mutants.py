@@ -1,7 +1,7 @@
 """``lerobot_tools.prefetch.local`` on its own: tree entries parsed from the Hub API's item shapes, the
 containment checks of listed paths, the cached tree listing and per-file download metadata as files on disk,
 content hashes of real files (git blob SHA-1, LFS SHA-256), the "already present" decision and the cleanup
-of a killed run's temporary files. Complements tests/test_prefetch.py, which goes through a whole prefetch
+of a killed run's temporary files. Complements tests/prefetch/test_prefetch.py, which goes through a whole prefetch
 against a local Hub server, with exact values and refusal messages.
 """
 

@@ -30,7 +30,7 @@ from lerobot_tools.prefetch.ratelimit import parse_ratelimit, parse_retry_after
 from tests import hubserver
 from tests.hubserver import HubServer, git_blob_sha1, read_folder
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT / "fixtures" / "datasets"
 V21 = read_folder(FIXTURES / "clean_v21")
 V30 = read_folder(FIXTURES / "clean_v30")

@@ -21,7 +21,7 @@ from lerobot_tools.prefetch.local import check_listing, tree_cache_path
 from lerobot_tools.prefetch.lock import LockFile, default_lock_path
 from lerobot_tools.dataset.mixture import revision_reason
 from tests.hubserver import HubServer
-from tests.test_prefetch import V21, FakeClock, on_disk, run, write_mixture
+from tests.prefetch.test_prefetch import V21, FakeClock, on_disk, run, write_mixture
 
 pytestmark = pytest.mark.usefixtures("isolated_hub_env")
 

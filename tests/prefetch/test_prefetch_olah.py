@@ -6,7 +6,7 @@ olah has heavy dependencies, so it lives in its own virtual environment. The tes
 ``scripts/install.sh`` creates), and is skipped with the reason when none has it::
 
     python3 -m venv .venv-olah && .venv-olah/bin/python -m pip install olah==0.5.4
-    pytest tests/test_prefetch_olah.py          # or LRTOOL_OLAH_BIN=/path/to/olah-cli pytest ...
+    pytest tests/prefetch/test_prefetch_olah.py          # or LRTOOL_OLAH_BIN=/path/to/olah-cli pytest ...
 
 olah cannot count requests, so the counts asserted here are lrtool's own (per repo, per kind).
 """
@@ -27,7 +27,7 @@ import pytest
 from lerobot_tools.prefetch import PrefetchOptions, prefetch
 from tests import hubserver
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT / "fixtures" / "datasets"
 
 

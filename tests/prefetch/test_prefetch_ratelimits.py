@@ -26,7 +26,7 @@ from lerobot_tools.prefetch.budget import BucketBudget, Budgets, Limit, WaitTooL
 from lerobot_tools.prefetch.ratelimit import (bucket_of_url, parse_ratelimit, parse_ratelimit_policy,
                                               parse_retry_after)
 from tests.hubserver import HubServer
-from tests.test_prefetch import REPO_ROOT, V21, FakeClock, on_disk, run, write_mixture
+from tests.prefetch.test_prefetch import REPO_ROOT, V21, FakeClock, on_disk, run, write_mixture
 
 pytestmark = pytest.mark.usefixtures("isolated_hub_env")
 

@@ -33,7 +33,7 @@ from lerobot_tools.video.mp4 import walk_mp4
 from lerobot_tools.video.probe import probe_video
 from lerobot_tools.video.timing import frame_times
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 LEROBOT_PY = REPO / ".venv-lerobot" / "bin" / "python"
 

@@ -1,7 +1,7 @@
 """``lerobot_tools.repair.backup`` on its own: what a backup holds (saved bytes, sizes, the manifest word for word),
 which entries of ``.lrtool/backup`` count as interrupted and are cleaned, the exact refusal of every untrusted
 manifest path and saved original, what ``modified_since`` counts as an edit, and what ``restore`` puts back and
-reports. Complements tests/test_repair_backups.py, which goes through ``lrtool repair --undo``.
+reports. Complements tests/repair/test_repair_backups.py, which goes through ``lrtool repair --undo``.
 
 Most tests build a small tree of real files in tmp_path, back it up with :func:`backup.create`, change it the way
 a repair does (rewrite, create, move, delete) and restore it; two go through the CLI on committed fixtures.
@@ -32,7 +32,7 @@ from lerobot_tools.repair import backup
 from lerobot_tools.repair.backup import BackupError
 from tests.editing import tree
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO / "fixtures" / "datasets"
 NOT_TRUSTED = "; the backup is not trusted and nothing was changed"
 BIG = bytes(range(256)) * 10241  # 2.5 MiB: more than two blocks of the 1 MiB copy loop

@@ -21,7 +21,7 @@ from lerobot_tools.dataset.targets import resolve_targets
 from lerobot_tools.repair import RepairOptions, repair_target
 from lerobot_tools.validate import validate
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DS = FIXTURES / "datasets"
 FRONT = "observation.images.front"
 

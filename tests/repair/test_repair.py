@@ -30,7 +30,7 @@ from lerobot_tools.repair import RepairOptions, apply as repair_apply, fixes, re
 from lerobot_tools.repair import hfmeta
 from lerobot_tools.testing.synth import build_dataset
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 DATASETS = FIXTURES / "datasets"
 
@@ -872,7 +872,7 @@ def test_repair_tables_agree_with_the_catalogue():
     assert explicit == {"R001", "R002", "R003", "R004"}
     assert all(catalogue.get(c).repair_by == "lrtool reshard" for c in explicit)
     # the README's repair table lists exactly the checks repair fixes
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     table = readme.split("| check | repair |", 1)[1].split("\n\n", 1)[0]
     assert set(re.findall(r"\b[A-Z]\d{3}\b", table)) == set(auto)
 

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from lerobot_tools.cli import cli
 from tests.editing import tree
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO / "fixtures" / "datasets"
 
 

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
-from tests.test_repair import DATASETS, GEN, backups, cli_run, ids, info, repair, report, tree
+from tests.repair.test_repair import DATASETS, GEN, backups, cli_run, ids, info, repair, report, tree
 
 CAM = "observation.images.front"
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
-from tests.test_stats import _edit_v21, _episodes_parquet, _g, _one_pass_float32, _report
+from tests.checks.test_stats import _edit_v21, _episodes_parquet, _g, _one_pass_float32, _report
 
 # ---------------------------------------------------------------------- repair
 
@@ -21,7 +21,7 @@ from tests.test_stats import _edit_v21, _episodes_parquet, _g, _one_pass_float32
 @pytest.mark.parametrize("name,fixed", [("broken_stats_std_zeroed", {"G010"}), ("broken_stats_stale", {"G008"}),
                                         ("broken_stats_count", {"G007"}), ("broken_stats_shape", {"G004"})])
 def test_repair_round_trip(tmp_path, name, fixed):
-    from tests.test_repair import check_cycle, copy_fixture
+    from tests.repair.test_repair import check_cycle, copy_fixture
 
     root = copy_fixture(name, tmp_path)
     res = check_cycle(root, fixed)
@@ -31,7 +31,7 @@ def test_repair_round_trip(tmp_path, name, fixed):
 
 
 def test_repair_replaces_only_the_wrong_statistic(tmp_path):
-    from tests.test_repair import copy_fixture
+    from tests.repair.test_repair import copy_fixture
 
     root = copy_fixture("broken_stats_std_zeroed", tmp_path)
     before = pq.read_table(_episodes_parquet(root))
@@ -69,7 +69,7 @@ def test_repair_fixes_lerobot_float32_variance_cancellation_v21(tmp_path):
 
     _edit_v21(root, rewrite)
     assert "G010" in _g(_report(root, deep=True))
-    from tests.test_repair import check_cycle
+    from tests.repair.test_repair import check_cycle
 
     res = check_cycle(root, {"G010"})
     # synth wrote stats.json from the true stds, so it agrees with the repaired episodes and stays as it is
@@ -78,7 +78,7 @@ def test_repair_fixes_lerobot_float32_variance_cancellation_v21(tmp_path):
 
 
 def test_repair_refuses_when_a_data_file_is_missing(tmp_path):
-    from tests.test_repair import copy_fixture, tree
+    from tests.repair.test_repair import copy_fixture, tree
     from lerobot_tools.dataset.targets import resolve_targets
     from lerobot_tools.repair import RepairOptions, repair_target
 
@@ -99,14 +99,14 @@ def test_upstream_lerobot_loads_the_repaired_statistics(tmp_path):
     import shutil
     import subprocess
 
-    from tests.test_real_writer import _lerobot_python
-    from tests.test_repair import copy_fixture
+    from tests.fixtures.test_real_writer import _lerobot_python
+    from tests.repair.test_repair import copy_fixture
     from lerobot_tools.dataset.targets import resolve_targets
     from lerobot_tools.repair import RepairOptions, repair_target
 
     py = _lerobot_python()
     roots = [copy_fixture("broken_stats_stale", tmp_path)]
-    real = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "nocamera-pandas3"
+    real = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nocamera-pandas3"
     if real.is_dir():
         root = tmp_path / "real"
         shutil.copytree(real, root)
@@ -114,7 +114,7 @@ def test_upstream_lerobot_loads_the_repaired_statistics(tmp_path):
         stats["action"]["count"] = [stats["action"]["count"][0] + 7]  # stale: G008
         (root / "meta/stats.json").write_text(json.dumps(stats, indent=4))
         roots.append(root)
-    scripts = Path(__file__).resolve().parent.parent / "scripts"
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
     code = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(scripts)!r})\n"
@@ -143,9 +143,9 @@ def test_upstream_lerobot_loads_the_repaired_statistics(tmp_path):
 
 def test_repair_round_trip_on_a_real_writer_dataset(tmp_path):
     """lerobot 0.4.4's own meta/episodes parquet (pandas metadata, several files) takes the cell rewrite."""
-    from tests.test_repair import check_cycle
+    from tests.repair.test_repair import check_cycle
 
-    src = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "multifile-pandas3"
+    src = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "multifile-pandas3"
     if not src.is_dir():
         pytest.skip("fixtures/real/multifile-pandas3 is not in this checkout")
     import shutil

@@ -23,7 +23,7 @@ from lerobot_tools.testing.synth import SynthSpec, build_dataset, read_frame_id
 from lerobot_tools.testing.synth.timing import write_timed_video
 from lerobot_tools.validate import validate
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "datasets"
 LEROBOT_PY = REPO / ".venv-lerobot" / "bin" / "python"
 FRONT = "observation.images.front"

@@ -34,7 +34,7 @@ from lerobot_tools.reshard import ReshardOptions, reshard, reshard_file
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "datasets"
 MB = 1024 * 1024
 ROW_GROUP_CHECKS = {"R001", "R002", "R003"}

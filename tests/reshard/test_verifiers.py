@@ -23,7 +23,7 @@ from lerobot_tools._arrow_equal import values_equal
 from lerobot_tools.reshard import ReshardOptions, reshard_file
 from lerobot_tools.reshard import write as reshard_write
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "datasets"
 
 

@@ -1,5 +1,5 @@
 """``lerobot_tools.reshard.verify`` on its own: real parquet files written with pyarrow, a planned layout, and a
-candidate that is right or wrong in exactly one way. Complements tests/test_verifiers.py (which goes through
+candidate that is right or wrong in exactly one way. Complements tests/reshard/test_verifiers.py (which goes through
 ``reshard_file``) with exact messages, the size-limit re-plan signal, per-column codecs, list-typed episode
 indices and the content comparison's edge cases (NaN payloads, nulls, list boundaries, structs, batch seams).
 """

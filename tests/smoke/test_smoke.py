@@ -23,7 +23,7 @@ from click.testing import CliRunner  # noqa: E402
 from lerobot_tools.cli import cli  # noqa: E402
 from lerobot_tools.smoke import RssMonitor, loader_error_line  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "datasets"
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="system ffmpeg not installed")
 

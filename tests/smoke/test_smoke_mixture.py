@@ -19,7 +19,7 @@ pytest.importorskip("datasets")
 from lerobot_tools.smoke.mixture import _weights_check  # noqa: E402
 from lerobot_tools.testing.synth import SynthSpec, build_dataset  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def lrtool(*args: str) -> subprocess.CompletedProcess:

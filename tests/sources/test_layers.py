@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[1] / "lerobot_tools"
+PKG = Path(__file__).resolve().parents[2] / "lerobot_tools"
 FAMILIES = ["counts", "deep", "files", "info", "rowgroups", "schema", "stats", "targets", "tasks", "videos"]
 
 

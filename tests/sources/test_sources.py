@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCANNED = ["lerobot_tools", "docs", "README.md", "CHANGELOG.md", "benchmarks", "scripts", "tests", "fixtures"]
 TEXT_SUFFIXES = {".py", ".md", ".json", ".jsonl", ".sh", ".toml", ".txt", ".cfg", ".yaml", ".yml", ".ini"}
 SIZE_CAP = 2_000_000  # bytes; committed fixture metadata is far smaller
@@ -72,7 +72,8 @@ def _anchors(page: Path) -> set[str]:
 
 def test_the_scan_sees_the_tree():
     names = {p.relative_to(REPO).as_posix() for p in FILES}
-    assert {"lerobot_tools/checks/catalogue.py", "docs/checks.md", "README.md", "tests/test_sources.py"} <= names
+    assert {"lerobot_tools/checks/catalogue.py", "docs/checks.md", "README.md",
+            "tests/sources/test_sources.py"} <= names
     assert len(FILES) > 100
 
 

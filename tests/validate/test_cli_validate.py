@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from lerobot_tools.cli import cli
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DS = FIXTURES / "datasets"
 
 
@@ -105,7 +105,7 @@ def test_checks_command_and_docs_in_sync():
     code, out = run("checks", "T004")
     assert code == 0 and "Why it breaks training" in out
     code, md = run("checks", "--format", "markdown")
-    docs = Path(__file__).resolve().parent.parent / "docs" / "checks.md"
+    docs = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
     assert docs.read_text() == md, "docs/checks.md is stale: run `lrtool checks --format markdown > docs/checks.md`"
 
 

@@ -18,7 +18,7 @@ from lerobot_tools.cli import cli
 from lerobot_tools.testing.synth import SynthSpec, build_dataset
 from lerobot_tools.validate import validate
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 #: the top level every command's JSON document starts with (docs/output.md)
 DOCUMENT_KEYS = ("command", "datasets", "summary", "exit_status")
 DATASETS = FIXTURES / "datasets"

@@ -20,7 +20,7 @@ from lerobot_tools.cli import cli
 from lerobot_tools.dataset.placeholders import UnreadableFileError, check_metadata_file
 from lerobot_tools.validate import validate
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DS = FIXTURES / "datasets"
 
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from lerobot_tools.cli import cli
 from lerobot_tools.video.probe import probe_video
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CLEAN = REPO / "fixtures" / "datasets" / "clean_v21"
 VIDEO_DIR = "videos/chunk-000/observation.images.front"
 

@@ -28,7 +28,7 @@ from lerobot_tools.video.mp4 import walk_mp4
 from lerobot_tools.video.probe import VideoProbe, probe_video
 from lerobot_tools.video.timing import FrameTimes, UnknownTimes, analyse, demux_frame_times, frame_times
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MANIFEST = {f["name"]: f for f in json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]}
 BY_CASE = {c.name: c for c in CASES}
 
