@@ -14,7 +14,7 @@ Usage::
     python benchmarks/mutation.py                      # every module in MODULES
     python benchmarks/mutation.py reshard-verify sniff  # some of them
     python benchmarks/mutation.py --list
-    python benchmarks/mutation.py reshard-verify --exclude tests/test_verifiers.py  # score without a test file
+    python benchmarks/mutation.py reshard-verify --exclude tests/reshard/test_verifiers.py  # score without a test file
     python benchmarks/mutation.py sniff --survivors     # also print the diff of every surviving mutant
     python benchmarks/mutation.py checks-info --sample 100 --seed 1  # 100 mutants drawn at random: an estimate
 
@@ -42,74 +42,84 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: the tests of every check family: the per-check tests, every committed fixture, the tests written to make a
 #: check fire or a threshold bite
-CHECK_TESTS = ["tests/test_checks.py", "tests/test_validate_fixtures.py", "tests/test_bite_checks.py",
-               "tests/test_boundaries.py"]
-STATS_TESTS = ["tests/test_stats.py", "tests/test_repair_stats.py", "tests/test_bite_stats_meta.py",
-               "tests/test_bite_stats_data.py"]
+CHECK_TESTS = ["tests/checks/test_checks.py", "tests/fixtures/test_validate_fixtures.py",
+               "tests/checks/test_checks_mutants.py", "tests/checks/test_boundaries.py"]
+STATS_TESTS = ["tests/checks/test_stats.py", "tests/repair/test_repair_stats.py",
+               "tests/checks/test_stats_meta_mutants.py", "tests/checks/test_stats_data_mutants.py"]
 
-SCALEOUT_TESTS = ["tests/test_scaleout_runfolder.py", "tests/test_scaleout.py", "-k",
+SCALEOUT_TESTS = ["tests/distributed/test_scaleout_runfolder.py", "tests/distributed/test_scaleout.py", "-k",
                   "partition or plan or parts or merge or replay or cli"]
 
 #: name -> (module file, pytest arguments selecting the tests that exercise it)
 MODULES: dict[str, tuple[str, list[str]]] = {
     "reshard-verify": ("lerobot_tools/reshard/verify.py", [
-        "tests/test_verifiers.py", "-k", "reshard or verification or oversize or compression or values_nan",
-        "tests/test_bite_reshard_verify.py", "tests/test_reshard.py"]),
+        "tests/reshard/test_verifiers.py", "-k",
+        "test_reshard or verification or oversize or compression or values_nan",
+        "tests/reshard/test_verify_mutants.py", "tests/reshard/test_reshard.py"]),
     "repair-parquet": ("lerobot_tools/repair/parquet.py", [
-        "tests/test_verifiers.py", "-k", "repair or tasks", "tests/test_repair.py"]),
+        "tests/reshard/test_verifiers.py", "-k", "repair or tasks", "tests/repair/test_repair.py"]),
     "repair-backup": ("lerobot_tools/repair/backup.py", [
-        "tests/test_verifiers.py", "-k", "undo or repair_backup",
-        "tests/test_repair_backups.py", "tests/test_repair.py", "tests/test_bite_repair_backup.py"]),
+        "tests/reshard/test_verifiers.py", "-k", "undo or repair_backup",
+        "tests/repair/test_repair_backups.py", "tests/repair/test_repair.py", "tests/repair/test_backup_mutants.py"]),
     "prefetch-local": ("lerobot_tools/prefetch/local.py", [
-        "tests/test_verifiers.py", "-k", "prefetch or local", "tests/test_bite_prefetch_local.py",
-        "tests/test_prefetch.py"]),
+        "tests/reshard/test_verifiers.py", "-k", "prefetch or local", "tests/prefetch/test_local_mutants.py",
+        "tests/prefetch/test_prefetch.py"]),
     "prefetch-download": ("lerobot_tools/prefetch/hub.py", [
-        "tests/test_verifiers.py", "-k", "prefetch or hub", "tests/test_bite_prefetch_hub.py",
-        "tests/test_prefetch.py"]),
+        "tests/reshard/test_verifiers.py", "-k", "prefetch or hub", "tests/prefetch/test_hub_mutants.py",
+        "tests/prefetch/test_prefetch.py"]),
     "arrow": ("lerobot_tools/_arrow_equal.py", [
-        "tests/test_verifiers.py", "-k", "values or eq or nan", "tests/test_bite_reshard_verify.py"]),
-    "arrow-numpy": ("lerobot_tools/_arrow_numpy.py", ["tests/test_arrow_numpy.py"]),
-    "memory": ("lerobot_tools/_memory.py", ["tests/test_memory.py"]),
-    "lock": ("lerobot_tools/_lock.py", ["tests/test_locking.py", "tests/test_scaleout_commands.py", "-k",
+        "tests/reshard/test_verifiers.py", "-k", "values or eq or nan", "tests/reshard/test_verify_mutants.py"]),
+    "arrow-numpy": ("lerobot_tools/_arrow_numpy.py", ["tests/io/test_arrow_numpy.py"]),
+    "memory": ("lerobot_tools/_memory.py", ["tests/io/test_memory.py"]),
+    "lock": ("lerobot_tools/_lock.py", ["tests/io/test_locking.py", "tests/distributed/test_scaleout_commands.py", "-k",
                                          "shared_dataset_lock or vanished or at_once or sibling",
-                                         "tests/test_lock_places.py"]),
+                                         "tests/io/test_lock_places.py"]),
     "episode-tables": ("lerobot_tools/dataset/episode_tables.py", [
-        "tests/test_episode_tables.py", "tests/test_unreadable_metadata.py", "tests/test_bite_stats_data.py", "-k",
+        "tests/dataset/test_episode_tables.py", "tests/validate/test_unreadable_metadata.py",
+        "tests/checks/test_stats_data_mutants.py", "-k",
         "blocks or tables or episode or unreadable or parquet"]),
-    "footers": ("lerobot_tools/dataset/footers.py", ["tests/test_footers.py", "tests/test_memory.py",
-                                                     "tests/test_bite_rowgroups.py", "tests/test_bite_tasks_schema.py"]),
-    "templates": ("lerobot_tools/dataset/templates.py", ["tests/test_templates.py", *CHECK_TESTS,
-                                                          "tests/test_containment.py", "tests/test_bounded.py"]),
-    "safeout": ("lerobot_tools/_safeout.py", ["tests/test_safeout.py", "tests/test_output_hygiene.py"]),
-    "io": ("lerobot_tools/_io.py", ["tests/test_verifiers.py", "tests/test_bounded.py",
-                                     "tests/test_output_files.py"]),
+    "footers": ("lerobot_tools/dataset/footers.py", ["tests/dataset/test_footers.py", "tests/io/test_memory.py",
+                                                     "tests/checks/test_rowgroups_mutants.py",
+                                                     "tests/checks/test_tasks_schema_mutants.py"]),
+    "templates": ("lerobot_tools/dataset/templates.py", ["tests/dataset/test_templates.py", *CHECK_TESTS,
+                                                          "tests/dataset/test_containment.py",
+                                                          "tests/io/test_bounded.py"]),
+    "safeout": ("lerobot_tools/_safeout.py", ["tests/io/test_safeout.py", "tests/io/test_output_hygiene.py"]),
+    "io": ("lerobot_tools/_io.py", ["tests/reshard/test_verifiers.py", "tests/io/test_bounded.py",
+                                     "tests/io/test_output_files.py"]),
     # symlinks out of a dataset: the shared refusal of every writer, the F013 check, the moves of --move-files
-    "contain": ("lerobot_tools/_contain.py", ["tests/test_symlink_containment.py"]),
-    "checks-symlinks": ("lerobot_tools/checks/symlinks.py", ["tests/test_symlink_containment.py",
-                                                              "tests/test_validate_fixtures.py"]),
-    "repair-moves": ("lerobot_tools/repair/fixes/files.py", ["tests/test_symlink_containment.py",
-                                                              "tests/test_misplaced_files.py", "tests/test_repair.py",
+    "contain": ("lerobot_tools/_contain.py", ["tests/io/test_symlink_containment.py"]),
+    "checks-symlinks": ("lerobot_tools/checks/symlinks.py", ["tests/io/test_symlink_containment.py",
+                                                              "tests/fixtures/test_validate_fixtures.py"]),
+    "repair-moves": ("lerobot_tools/repair/fixes/files.py", ["tests/io/test_symlink_containment.py",
+                                                              "tests/repair/test_misplaced_files.py",
+                                                              "tests/repair/test_repair.py",
                                                               "-k", "video_path or move or layout"]),
-    "mixture": ("lerobot_tools/dataset/mixture.py", ["tests/test_bounded_claims.py", "tests/test_containment.py",
-                                                      "tests/test_bounded.py", "tests/test_mixture_lines.py",
-                                                      "tests/test_targets.py", "tests/test_bite_mixture.py",
-                                                      "tests/test_mixture_messages.py"]),
-    "sniff": ("lerobot_tools/sniff.py", ["tests/test_sniff.py"]),
-    "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py"]),
-    "checks-files": ("lerobot_tools/checks/files.py", [*CHECK_TESTS, "tests/test_bite_files.py"]),
-    "checks-counts": ("lerobot_tools/checks/counts.py", [*CHECK_TESTS, "tests/test_bite_info_counts.py"]),
-    "checks-info": ("lerobot_tools/checks/info.py", [*CHECK_TESTS, "tests/test_bite_info_counts.py"]),
-    "checks-schema": ("lerobot_tools/checks/schema.py", [*CHECK_TESTS, "tests/test_bite_tasks_schema.py"]),
-    "checks-rowgroups": ("lerobot_tools/checks/rowgroups.py", [*CHECK_TESTS, "tests/test_bite_rowgroups.py"]),
-    "checks-tasks": ("lerobot_tools/checks/tasks.py", [*CHECK_TESTS, "tests/test_bite_tasks_schema.py"]),
-    "checks-videos": ("lerobot_tools/checks/videos.py", [*CHECK_TESTS, "tests/test_bite_boundaries.py",
-                                                          "tests/test_bite_videos.py"]),
-    "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS, "tests/test_bite_deep.py"]),
+    "mixture": ("lerobot_tools/dataset/mixture.py", ["tests/dataset/test_bounded_claims.py",
+                                                      "tests/dataset/test_containment.py",
+                                                      "tests/io/test_bounded.py",
+                                                      "tests/dataset/test_mixture_lines.py",
+                                                      "tests/dataset/test_targets.py",
+                                                      "tests/checks/test_mixture_mutants.py",
+                                                      "tests/dataset/test_mixture_messages.py"]),
+    "sniff": ("lerobot_tools/sniff.py", ["tests/io/test_sniff.py"]),
+    "sampler": ("lerobot_tools/loaders/sampler.py", ["tests/loaders/test_sampler.py",
+                                                      "tests/loaders/test_sampler_mutants.py"]),
+    "checks-files": ("lerobot_tools/checks/files.py", [*CHECK_TESTS, "tests/checks/test_files_mutants.py"]),
+    "checks-counts": ("lerobot_tools/checks/counts.py", [*CHECK_TESTS, "tests/checks/test_info_counts_mutants.py"]),
+    "checks-info": ("lerobot_tools/checks/info.py", [*CHECK_TESTS, "tests/checks/test_info_counts_mutants.py"]),
+    "checks-schema": ("lerobot_tools/checks/schema.py", [*CHECK_TESTS, "tests/checks/test_tasks_schema_mutants.py"]),
+    "checks-rowgroups": ("lerobot_tools/checks/rowgroups.py", [*CHECK_TESTS,
+                                                                "tests/checks/test_rowgroups_mutants.py"]),
+    "checks-tasks": ("lerobot_tools/checks/tasks.py", [*CHECK_TESTS, "tests/checks/test_tasks_schema_mutants.py"]),
+    "checks-videos": ("lerobot_tools/checks/videos.py", [*CHECK_TESTS, "tests/checks/test_boundaries_mutants.py",
+                                                          "tests/checks/test_videos_mutants.py"]),
+    "checks-deep": ("lerobot_tools/checks/deep.py", [*CHECK_TESTS, "tests/checks/test_deep_mutants.py"]),
     # family X (a mixture's datasets against each other) and family M (what a mixture entry asks of its dataset)
-    "checks-mixture": ("lerobot_tools/checks/mixture.py", ["tests/test_mixture_checks.py",
-                                                            "tests/test_bite_mixture.py"]),
-    "checks-targets": ("lerobot_tools/checks/targets.py", [*CHECK_TESTS, "tests/test_mixture_checks.py",
-                                                            "tests/test_bite_mixture.py"]),
+    "checks-mixture": ("lerobot_tools/checks/mixture.py", ["tests/checks/test_mixture_checks.py",
+                                                            "tests/checks/test_mixture_mutants.py"]),
+    "checks-targets": ("lerobot_tools/checks/targets.py", [*CHECK_TESTS, "tests/checks/test_mixture_checks.py",
+                                                            "tests/checks/test_mixture_mutants.py"]),
     # the statistics family (G001..G010): stored stats read and checked on metadata alone, recomputed with --deep,
     # and recomputed by `lrtool repair`
     "stats-meta": ("lerobot_tools/checks/stats/meta.py", [*STATS_TESTS]),
@@ -122,10 +132,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "distributed-plan": ("lerobot_tools/distributed/plan.py", [*SCALEOUT_TESTS]),
     "distributed-parts": ("lerobot_tools/distributed/parts.py", [*SCALEOUT_TESTS]),
     "distributed-rundir": ("lerobot_tools/distributed/rundir.py", [*SCALEOUT_TESTS]),
-    "prefetch-budget": ("lerobot_tools/prefetch/budget.py", ["tests/test_prefetch_ratelimits.py",
-                                                             "tests/test_bite_prefetch_budget.py"]),
-    "loaders-weighted": ("lerobot_tools/loaders/_weighted.py", ["tests/test_sampler.py", "tests/test_bite_sampler.py",
-                                                                "tests/test_loaders_mixture.py"]),
+    "prefetch-budget": ("lerobot_tools/prefetch/budget.py", ["tests/prefetch/test_prefetch_ratelimits.py",
+                                                             "tests/prefetch/test_budget_mutants.py"]),
+    "loaders-weighted": ("lerobot_tools/loaders/_weighted.py", ["tests/loaders/test_sampler.py",
+                                                                "tests/loaders/test_sampler_mutants.py",
+                                                                "tests/loaders/test_loaders_mixture.py"]),
 }
 
 #: tests left out everywhere: subprocesses killed or signalled at random moments (racy under load), real tmpfs

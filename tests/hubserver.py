@@ -36,7 +36,7 @@ test's choosing (not JSON, the wrong JSON, too large), or a normal answer with s
 refuses every
 ``CONNECT`` with 403 (logged as route ``other``, method ``CONNECT``).
 
-Use it as a context manager or through the ``hub_server`` pytest fixture (``tests/conftest.py``); it stops
+Use it as a context manager or through the ``hub_server`` pytest fixture (``tests/prefetch/conftest.py``); it stops
 by itself.
 """
 

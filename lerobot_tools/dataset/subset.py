@@ -9,7 +9,7 @@ target: its metadata still lists every episode, the files of the others are simp
 (files outside it that are absent are "not requested", never an error), ``smoke`` (through validate, then the
 loaders), ``diagnose-decode`` (the videos it probes), ``prefetch`` (the files a subset fetches, and what
 ``--offline`` judges on disk); :class:`~lerobot_tools.loaders.MixtureDataset` reads exactly these files
-(``tests/test_target_subsets.py`` holds them to it). ``reshard`` and ``repair`` rewrite whole files and act on
+(``tests/dataset/test_target_subsets.py`` holds them to it). ``reshard`` and ``repair`` rewrite whole files and act on
 the dataset as a whole.
 """
 

@@ -126,8 +126,8 @@ def segment_arrays(x: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple
     Each run is shifted by its first row (the deviations stay small, so squaring them loses nothing material) and
     the sum and sum of squares of the deviations give mean and M2. Float16/float32 data is shifted and squared in
     float32 (numpy keeps the dtype) and summed into float64; other dtypes are converted to float64 first. The
-    result agrees with a float64 computation to about 1e-7 of the std (``tests/test_stats.py`` holds it to a numpy
-    float64 reference); the passes are vectorised and allocate no per-run temporaries:
+    result agrees with a float64 computation to about 1e-7 of the std (``tests/checks/test_stats.py`` holds it to a
+    numpy float64 reference); the passes are vectorised and allocate no per-run temporaries:
 
     * wide rows (``d >= 64``, or few runs): per run, ``min`` / ``max`` along the frames axis, the deviations and
       their squares into reused scratch buffers (:data:`SPAN_BYTES` at a time), each summed pairwise in the

@@ -1,0 +1,1 @@
+"""Tests of the command line as a whole: documented flags, fuzzed inputs through every command."""

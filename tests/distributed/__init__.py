@@ -1,0 +1,1 @@
+"""Tests of scale-out (lerobot_tools.distributed and every command's --shard / --executor)."""

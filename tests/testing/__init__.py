@@ -1,0 +1,1 @@
+"""Tests of lerobot_tools.testing (the synthetic dataset writer)."""
