@@ -871,15 +871,9 @@ def test_repair_tables_agree_with_the_catalogue():
     explicit = {c.id for c in catalogue.CATALOGUE.values() if c.repair == catalogue.EXPLICIT}
     assert explicit == {"R001", "R002", "R003", "R004"}
     assert all(catalogue.get(c).repair_by == "lrtool reshard" for c in explicit)
-<<<<<<< HEAD:tests/test_repair.py
     # the repair command's page (docs/commands/repair.md) has a table that lists exactly the checks repair fixes
-    page = (Path(__file__).resolve().parents[1] / "docs" / "commands" / "repair.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "commands" / "repair.md").read_text()
     table = page.split("| check | repair |", 1)[1].split("\n\n", 1)[0]
-=======
-    # the README's repair table lists exactly the checks repair fixes
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    table = readme.split("| check | repair |", 1)[1].split("\n\n", 1)[0]
->>>>>>> house:tests/repair/test_repair.py
     assert set(re.findall(r"\b[A-Z]\d{3}\b", table)) == set(auto)
 
 
