@@ -53,6 +53,23 @@ def run_metadata(ctx: CheckContext) -> None:
                  f"{ctx.episodes_cause}: the episode count is incomplete")
     if not episodes:
         ctx.emit("C007", "the episode metadata has no rows", src or "meta/episodes")
+    _check_columns(ctx, episodes, src)
+    _check_positions(ctx, episodes)
+    # C001 total_episodes
+    total_eps = ds.total("total_episodes")
+    if total_eps is not None and total_eps != len(episodes) and ctx.episodes_complete:
+        ctx.emit("C001", f"total_episodes is {total_eps} but the episode metadata has {len(episodes)} episode(s)", INFO_PATH,
+                 key="total_episodes")
+    if ds.layout == "v3":
+        _check_index_ranges(ctx, episodes)
+    _check_splits(ctx, len(episodes) if ctx.episodes_complete else None)
+    if ds.layout == "v2" and ctx.episodes_complete:
+        _check_v2_counters(ctx, episodes)
+
+
+def _check_columns(ctx: CheckContext, episodes: list, src: str | None) -> None:
+    """C007: a column no episode row has (length; v3.0: the data file, the index range, a camera's segment)."""
+    ds = ctx.dataset
     missing_cols: list[tuple[str, dict]] = []  # (column(s) as shown, subject)
     if episodes and all(e.length is None for e in episodes):
         missing_cols.append(("length", {"key": "length"}))
@@ -70,7 +87,9 @@ def run_metadata(ctx: CheckContext) -> None:
     if ds.layout == "v3" and episodes:
         _check_segment_columns(ctx, episodes)
 
-    # C004: episode_index == position, unique
+
+def _check_positions(ctx: CheckContext, episodes: list) -> None:
+    """C004: episode_index == position, unique."""
     seen: dict[int, int] = {}
     bad_pos = []
     for e in episodes:
@@ -86,42 +105,37 @@ def run_metadata(ctx: CheckContext) -> None:
                  f"(first: row {first.position} holds episode {first.episode_index}); loaders index episodes by position",
                  first.source)
 
-    # C001 total_episodes
-    total_eps = ds.total("total_episodes")
-    if total_eps is not None and total_eps != len(episodes) and ctx.episodes_complete:
-        ctx.emit("C001", f"total_episodes is {total_eps} but the episode metadata has {len(episodes)} episode(s)", INFO_PATH,
-                 key="total_episodes")
 
-    # C006 v3 index ranges
-    if ds.layout == "v3":
-        expected_from = 0
-        for e in episodes:
-            if e.from_index is None or e.to_index is None:
-                continue
-            problem = None
-            if e.length is not None and e.to_index - e.from_index != e.length:
-                problem = f"dataset_to_index - dataset_from_index = {e.to_index - e.from_index} but length = {e.length}"
-            elif e.from_index != expected_from:
-                problem = f"dataset_from_index = {e.from_index}, expected {expected_from} (ranges must be back to back from 0)"
-            if problem:
-                ctx.emit("C006", f"episode {e.episode_index}: {problem}", e.source, group="index ranges are not contiguous",
-                         episode=e.episode_index)
-            expected_from = e.to_index
+def _check_index_ranges(ctx: CheckContext, episodes: list) -> None:
+    """C006 (v3.0): dataset_from_index/dataset_to_index ranges back to back from 0, each as long as the episode."""
+    expected_from = 0
+    for e in episodes:
+        if e.from_index is None or e.to_index is None:
+            continue
+        problem = None
+        if e.length is not None and e.to_index - e.from_index != e.length:
+            problem = f"dataset_to_index - dataset_from_index = {e.to_index - e.from_index} but length = {e.length}"
+        elif e.from_index != expected_from:
+            problem = f"dataset_from_index = {e.from_index}, expected {expected_from} (ranges must be back to back from 0)"
+        if problem:
+            ctx.emit("C006", f"episode {e.episode_index}: {problem}", e.source, group="index ranges are not contiguous",
+                     episode=e.episode_index)
+        expected_from = e.to_index
 
-    _check_splits(ctx, len(episodes) if ctx.episodes_complete else None)
 
-    # C003 v2 counters
-    if ds.layout == "v2" and ctx.episodes_complete:
-        n_keys = len(ds.video_keys)
-        tv = ds.total("total_videos")
-        if tv is not None and tv != len(episodes) * n_keys:
-            ctx.emit("C003", f"total_videos is {tv}, expected {len(episodes)} episodes x {n_keys} video key(s) = {len(episodes) * n_keys}",
-                     INFO_PATH, key="total_videos")
-        tc = ds.total("total_chunks")
-        expected_chunks = math.ceil(len(episodes) / ds.chunks_size) if episodes else 0
-        if tc is not None and tc != expected_chunks:
-            ctx.emit("C003", f"total_chunks is {tc}, expected ceil({len(episodes)} / {ds.chunks_size}) = {expected_chunks}",
-                     INFO_PATH, key="total_chunks")
+def _check_v2_counters(ctx: CheckContext, episodes: list) -> None:
+    """C003 (v2.x): total_videos and total_chunks agree with the episodes."""
+    ds = ctx.dataset
+    n_keys = len(ds.video_keys)
+    tv = ds.total("total_videos")
+    if tv is not None and tv != len(episodes) * n_keys:
+        ctx.emit("C003", f"total_videos is {tv}, expected {len(episodes)} episodes x {n_keys} video key(s) = {len(episodes) * n_keys}",
+                 INFO_PATH, key="total_videos")
+    tc = ds.total("total_chunks")
+    expected_chunks = math.ceil(len(episodes) / ds.chunks_size) if episodes else 0
+    if tc is not None and tc != expected_chunks:
+        ctx.emit("C003", f"total_chunks is {tc}, expected ceil({len(episodes)} / {ds.chunks_size}) = {expected_chunks}",
+                 INFO_PATH, key="total_chunks")
 
 
 def _check_segment_columns(ctx: CheckContext, episodes: list) -> None:

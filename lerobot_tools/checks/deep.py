@@ -173,95 +173,14 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
     scan = FileScan()
     if "episode_index" not in wanted or not cols:
         return scan
-    carry_ep = None
-    carry_pos = 0
     reducing = builder is not None or summariser is not None
     if reducing:  # statistics or content: decode the next batches while the numpy pass runs on this one
         batches = _decode_ahead(path, pf, cols, batch_rows)
     else:
         batches = pf.iter_batches(batch_size=batch_rows, columns=cols)
-    pool = pa.default_memory_pool() if reducing else None
-    released = time.perf_counter()
+    req = _BatchChecks(wanted, names, fps, tolerance_s, index_offset, list_columns, builder, summariser)
     with contextlib.closing(batches):  # stops and joins the read-ahead thread whatever happens in the loop
-        for batch in batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            ep = numpy_values(batch.column("episode_index")).astype(np.int64, copy=False)
-            change = np.flatnonzero(ep[1:] != ep[:-1]) + 1
-            starts = np.concatenate(([0], change))
-            lens = np.diff(np.concatenate((starts, [n])))
-            # position of each row inside its run of equal episode_index
-            pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lens)
-            if carry_ep is not None and ep[0] == carry_ep:
-                pos[: lens[0]] += carry_pos
-            for s, ln in zip(starts, lens):
-                e = int(ep[s])
-                if scan.runs and scan.runs[-1][0] == e and s == 0 and carry_ep == e:
-                    scan.runs[-1][1] += int(ln)
-                else:
-                    scan.runs.append([e, int(ln)])
-                scan.episodes.setdefault(e, _EpisodeStats()).rows += int(ln)
-            carry_pos = int(pos[-1]) + 1
-            carry_ep = int(ep[-1])
-            if summariser is not None:
-                summariser.add(batch, ep[starts], starts, lens)
-            if builder is not None:
-                builder.add(batch, ep[starts], starts, lens)
-            if reducing:
-                now = resident_bytes()
-                if now is None:
-                    due = time.perf_counter() - released >= RELEASE_EVERY_S
-                else:
-                    due = now >= RELEASE_ABOVE
-                if due:
-                    pool.release_unused()
-                    released = time.perf_counter()
-            if "frame_index" in wanted:
-                fi = numpy_values(batch.column("frame_index")).astype(np.int64, copy=False)
-                bad = np.flatnonzero(fi != pos)
-                if len(bad):
-                    # per episode: how many rows are wrong, and the first of them (bad is in row order)
-                    bad_eps, first, counts = np.unique(ep[bad], return_index=True, return_counts=True)
-                    for e, i, c in zip(bad_eps.tolist(), first.tolist(), counts.tolist()):
-                        st = scan.episodes[e]
-                        st.bad_frame += c
-                        if st.first_bad_frame is None:
-                            r = bad[i]
-                            st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
-            if fps and "timestamp" in wanted:
-                ts = numpy_values(batch.column("timestamp")).astype(np.float64)
-                err = np.abs(ts - pos / fps)  # the k-th frame of an episode is at k / fps (D001 checks frame_index == k)
-                bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
-                _keep_off_grid(scan, ep, pos, ts, np.flatnonzero(err > tolerance_s / 4))
-                if len(bad_ts):
-                    for e in np.unique(ep[bad_ts]):
-                        sel = bad_ts[ep[bad_ts] == e]
-                        st = scan.episodes[int(e)]
-                        st.bad_ts += len(sel)
-                        st.max_ts_err = max(st.max_ts_err, float(err[sel].max()))
-            if "index" in wanted and index_offset is not None:
-                idx = numpy_values(batch.column("index")).astype(np.int64, copy=False)
-                expected = np.arange(scan.rows, scan.rows + n, dtype=np.int64) + index_offset
-                bad = np.flatnonzero(idx != expected)
-                if len(bad):
-                    scan.bad_index += len(bad)
-                    if scan.first_bad_index is None:
-                        r = int(bad[0])
-                        scan.first_bad_index = (scan.rows + r, int(idx[r]), int(expected[r]))
-            for name, length in list_columns.items():
-                if name not in names:
-                    continue
-                col = batch.column(name)
-                lengths = list_lengths(col)
-                if lengths is None:  # null rows: pyarrow.compute gives them no length, so they count as wrong
-                    import pyarrow.compute as pc
-
-                    lengths = numpy_values(pc.list_value_length(col))
-                nbad = int(np.count_nonzero(lengths != length))
-                if nbad:
-                    scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad
-            scan.rows += n
+        _scan_batches(scan, batches, req)
 
     if summariser is not None:
         scan.content = summariser.result()
@@ -269,10 +188,151 @@ def scan_file(path, *, fps: float | None, tolerance_s: float, index_offset: int 
         scan.content_unusable = sorted(summariser.unusable)
     if builder is not None:
         # the parsed footer (~100 MB for 14,000 row groups) is not needed to merge the moments: free it first
-        del batches, pf
+        del batches, pf, req
         release_freed()
         scan.stats = builder.result()
     return scan
+
+
+@dataclass
+class _BatchChecks:
+    """What :func:`_scan_batches` checks and accumulates in each record batch (see :func:`scan_file`)."""
+
+    wanted: list[str]          # the usable index columns among episode_index, frame_index, index, timestamp
+    names: set[str]            # every column of the file
+    fps: float | None
+    tolerance_s: float
+    index_offset: int | None
+    list_columns: dict[str, int]
+    builder: object | None     # stats_deep.FileStatsBuilder
+    summariser: object | None  # ContentBuilder
+
+
+def _scan_batches(scan: FileScan, batches, req: _BatchChecks) -> None:
+    """Stream the record batches: episode runs, D001 (frame_index), D003 (timestamps), D002 (index), list lengths,
+    and the statistics / content accumulation, with pyarrow's pool handed back while the process is large."""
+    import pyarrow as pa
+
+    reducing = req.builder is not None or req.summariser is not None
+    pool = pa.default_memory_pool() if reducing else None
+    released = time.perf_counter()
+    carry = [None, 0]  # the episode the previous batch ended in, and its rows so far
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        ep = numpy_values(batch.column("episode_index")).astype(np.int64, copy=False)
+        starts, lens, pos = _episode_runs(scan, ep, carry)
+        if req.summariser is not None:
+            req.summariser.add(batch, ep[starts], starts, lens)
+        if req.builder is not None:
+            req.builder.add(batch, ep[starts], starts, lens)
+        if reducing:
+            now = resident_bytes()
+            if now is None:
+                due = time.perf_counter() - released >= RELEASE_EVERY_S
+            else:
+                due = now >= RELEASE_ABOVE
+            if due:
+                pool.release_unused()
+                released = time.perf_counter()
+        if "frame_index" in req.wanted:
+            _check_frame_index(scan, ep, pos, batch)
+        if req.fps and "timestamp" in req.wanted:
+            _check_timestamps(scan, ep, pos, batch, req.fps, req.tolerance_s)
+        if "index" in req.wanted and req.index_offset is not None:
+            _check_index(scan, batch, req.index_offset)
+        _check_list_lengths(scan, batch, req.list_columns, req.names)
+        scan.rows += n
+
+
+def _episode_runs(scan: FileScan, ep, carry: list):
+    """Record the batch's runs of equal ``episode_index`` in ``scan`` (continuing the previous batch's run, as
+    ``carry`` says, which is updated). Returns ``(starts, lens, pos)``: run starts and lengths, and each row's
+    position in its episode."""
+
+    n = len(ep)
+    carry_ep, carry_pos = carry
+    change = np.flatnonzero(ep[1:] != ep[:-1]) + 1
+    starts = np.concatenate(([0], change))
+    lens = np.diff(np.concatenate((starts, [n])))
+    # position of each row inside its run of equal episode_index
+    pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lens)
+    if carry_ep is not None and ep[0] == carry_ep:
+        pos[: lens[0]] += carry_pos
+    for s, ln in zip(starts, lens):
+        e = int(ep[s])
+        if scan.runs and scan.runs[-1][0] == e and s == 0 and carry_ep == e:
+            scan.runs[-1][1] += int(ln)
+        else:
+            scan.runs.append([e, int(ln)])
+        scan.episodes.setdefault(e, _EpisodeStats()).rows += int(ln)
+    carry[0], carry[1] = int(ep[-1]), int(pos[-1]) + 1
+    return starts, lens, pos
+
+
+def _check_frame_index(scan: FileScan, ep, pos, batch) -> None:
+    """D001: ``frame_index`` is each row's position in its episode; per episode the wrong rows and the first."""
+
+    fi = numpy_values(batch.column("frame_index")).astype(np.int64, copy=False)
+    bad = np.flatnonzero(fi != pos)
+    if not len(bad):
+        return
+    # per episode: how many rows are wrong, and the first of them (bad is in row order)
+    bad_eps, first, counts = np.unique(ep[bad], return_index=True, return_counts=True)
+    for e, i, c in zip(bad_eps.tolist(), first.tolist(), counts.tolist()):
+        st = scan.episodes[e]
+        st.bad_frame += c
+        if st.first_bad_frame is None:
+            r = bad[i]
+            st.first_bad_frame = (int(pos[r]), int(fi[r]), int(pos[r]))
+
+
+def _check_timestamps(scan: FileScan, ep, pos, batch, fps: float, tolerance_s: float) -> None:
+    """D003: the k-th frame of an episode is at k / fps within ``tolerance_s``; rows off the grid are kept for
+    the timestamp audit."""
+
+    ts = numpy_values(batch.column("timestamp")).astype(np.float64)
+    err = np.abs(ts - pos / fps)  # the k-th frame of an episode is at k / fps (D001 checks frame_index == k)
+    bad_ts = np.flatnonzero(err > tolerance_s + 1e-9)
+    _keep_off_grid(scan, ep, pos, ts, np.flatnonzero(err > tolerance_s / 4))
+    if len(bad_ts):
+        for e in np.unique(ep[bad_ts]):
+            sel = bad_ts[ep[bad_ts] == e]
+            st = scan.episodes[int(e)]
+            st.bad_ts += len(sel)
+            st.max_ts_err = max(st.max_ts_err, float(err[sel].max()))
+
+
+def _check_index(scan: FileScan, batch, index_offset: int) -> None:
+    """D002: the global ``index`` counts rows from ``index_offset`` (the file's first row)."""
+
+    n = batch.num_rows
+    idx = numpy_values(batch.column("index")).astype(np.int64, copy=False)
+    expected = np.arange(scan.rows, scan.rows + n, dtype=np.int64) + index_offset
+    bad = np.flatnonzero(idx != expected)
+    if len(bad):
+        scan.bad_index += len(bad)
+        if scan.first_bad_index is None:
+            r = int(bad[0])
+            scan.first_bad_index = (scan.rows + r, int(idx[r]), int(expected[r]))
+
+
+def _check_list_lengths(scan: FileScan, batch, list_columns: dict[str, int], names: set[str]) -> None:
+    """Variable-length list columns: rows whose length is not the declared one (null rows count as wrong)."""
+
+    for name, length in list_columns.items():
+        if name not in names:
+            continue
+        col = batch.column(name)
+        lengths = list_lengths(col)
+        if lengths is None:  # null rows: pyarrow.compute gives them no length, so they count as wrong
+            import pyarrow.compute as pc
+
+            lengths = numpy_values(pc.list_value_length(col))
+        nbad = int(np.count_nonzero(lengths != length))
+        if nbad:
+            scan.list_bad[name] = scan.list_bad.get(name, 0) + nbad
 
 
 def _keep_off_grid(scan: FileScan, ep, pos, ts, rows) -> None:

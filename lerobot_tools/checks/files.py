@@ -91,6 +91,40 @@ def run(ctx: CheckContext) -> None:
     """
     ds = ctx.dataset
     assert ds is not None
+    layout, data_files, loader_files, from_glob = _data_files(ctx)
+    ctx.data_files = data_files
+    missing, unrequested, pending = _read_footers(ctx, data_files, layout)
+    readable = [rel for rel in loader_files if rel.endswith(".parquet")] if ds.layout == "v3" else loader_files
+    relocated = bool(missing) and _relocated(ctx, "data", ds.data_path, [df.relpath for df in data_files],
+                                             [df.relpath for df in missing], None)
+    # readable: what the loader's glob finds, which is not walked through a data/ linked out of the dataset (F013);
+    # the referenced files read through such a link are data all the same
+    if not readable and not ctx.footers and not relocated and not pending:
+        _no_data(ctx, missing)
+    elif missing and not relocated:
+        for df in missing:
+            if layout is None:
+                msg = f"data file for episode(s) {format_episodes(df.episodes)} is missing"
+            else:
+                msg = f"data file for episode {format_episodes(df.episodes)} is missing (named by {layout.source})"
+            ctx.emit("F001", msg, df.relpath, group="data files are missing", file_kind="data", episodes=df.episodes)
+    not_requested(ctx, "data", unrequested)
+    if pending:
+        ctx.skip("F001, S001-S007, R001-R004, C002/C005, D001-D005, Q001-Q009 for data files not downloaded",
+                 f"{len(pending)} of {len(data_files)} data file(s) not downloaded yet ({ctx.download.describe()})")
+    if len(ctx.bad_data_files) > len(pending):
+        ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
+                 f"{len(ctx.bad_data_files) - len(pending)} of {len(data_files)} data file(s) missing or unreadable")
+    _orphans(ctx, layout, loader_files, from_glob)
+    _check_images(ctx)
+
+
+def _data_files(ctx: CheckContext):
+    """The data files to check: those the episode metadata references, else those ``data_path`` names on disk
+    (``ctx.data_layout`` set), else those the loader's glob reads. Returns ``(layout, data_files, loader_files,
+    from_glob)``: the on-disk layout used (None: the metadata's), the files, the loader's files, and whether the
+    files came from the loader's glob."""
+    ds = ctx.dataset
     layout = None
     unusable: DatasetError | None = None  # why data_path cannot name the files
     data_files = None
@@ -116,7 +150,15 @@ def run(ctx: CheckContext) -> None:
         ctx.skip("F001 (data files named by data_path)",
                  f"{unusable}; the {len(data_files)} parquet file(s) the loader reads without it "
                  f"({'data/*/*.parquet' if ds.layout == 'v3' else 'every file under data/'}) are checked instead")
-    ctx.data_files = data_files
+    return layout, data_files, loader_files, from_glob
+
+
+def _read_footers(ctx: CheckContext, data_files: list, layout):
+    """Sniff every data file and read the footers of the parquet ones on a thread pool, emitting in file order
+    (I008, F004-F007); sets ``ctx.footers`` and ``ctx.bad_data_files``. Returns ``(missing, unrequested,
+    pending)``: the absent files, the absent or placeholder files of episodes the target does not read, and the
+    absent files a --meta-only copy has not downloaded yet."""
+    ds = ctx.dataset
     missing = []
     unrequested = []  # absent or placeholder files of episodes the target does not read: at most info
     pending: list[str] = []  # absent files a --meta-only copy has not downloaded yet (never "missing")
@@ -154,29 +196,7 @@ def run(ctx: CheckContext) -> None:
             ctx.bad_data_files.add(rel)
         else:
             ctx.footers[rel] = footer
-    readable = [rel for rel in loader_files if rel.endswith(".parquet")] if ds.layout == "v3" else loader_files
-    relocated = bool(missing) and _relocated(ctx, "data", ds.data_path, [df.relpath for df in data_files],
-                                             [df.relpath for df in missing], None)
-    # readable: what the loader's glob finds, which is not walked through a data/ linked out of the dataset (F013);
-    # the referenced files read through such a link are data all the same
-    if not readable and not ctx.footers and not relocated and not pending:
-        _no_data(ctx, missing)
-    elif missing and not relocated:
-        for df in missing:
-            if layout is None:
-                msg = f"data file for episode(s) {format_episodes(df.episodes)} is missing"
-            else:
-                msg = f"data file for episode {format_episodes(df.episodes)} is missing (named by {layout.source})"
-            ctx.emit("F001", msg, df.relpath, group="data files are missing", file_kind="data", episodes=df.episodes)
-    not_requested(ctx, "data", unrequested)
-    if pending:
-        ctx.skip("F001, S001-S007, R001-R004, C002/C005, D001-D005, Q001-Q009 for data files not downloaded",
-                 f"{len(pending)} of {len(data_files)} data file(s) not downloaded yet ({ctx.download.describe()})")
-    if len(ctx.bad_data_files) > len(pending):
-        ctx.skip("S001-S007, R001-R004, C002/C005 for unreadable files",
-                 f"{len(ctx.bad_data_files) - len(pending)} of {len(data_files)} data file(s) missing or unreadable")
-    _orphans(ctx, layout, loader_files, from_glob)
-    _check_images(ctx)
+    return missing, unrequested, pending
 
 
 def _no_data(ctx: CheckContext, missing: list) -> None:

@@ -29,33 +29,62 @@ def run(ctx: CheckContext) -> None:
     ds = ctx.dataset
     if not ds.video_keys:
         return
-    layout = None
-    if ctx.episodes_ok:
-        try:
-            files = ds.video_files()
-        except DatasetError as exc:
-            ctx.skip("F002, F004-F010 (videos)", str(exc))
-            return
-    else:
-        try:
-            layout = video_files_from_layout(ds)
-        except DatasetError as exc:
-            ctx.skip("F002, F004-F010 (videos)", f"the episode metadata is unreadable and {exc}")
-            return
-        files = layout.files
-        ctx.skip("F010, F003 for names that fit video_path", f"the episode metadata is unreadable; video files taken from {layout.source}")
+    found = _video_files(ctx)
+    if found is None:
+        return
+    files, layout = found
     from lerobot_tools.video.probe import pyav_available
 
     use_pyav = pyav_available()
     if not use_pyav:
         ctx.skip("F008 (decoder header), F009", "PyAV is not installed: only MP4 boxes were read")
     probe_all = ctx.options.deep or ctx.options.all_videos
+    probes, missing, unrequested, pending = _probe_files(ctx, files, layout, use_pyav, probe_all)
+    _report_missing(ctx, files, missing, layout)
+    not_requested(ctx, "video", unrequested)
+    if pending:
+        ctx.skip("F002, F008-F010 for video files not downloaded",
+                 f"{pending} of {len(files)} video file(s) not downloaded yet ({ctx.download.describe()})")
+    # a readable file whose header was not read (not the first of its video key, or the first could not be read)
+    if use_pyav and not probe_all and any(not with_header for _, _, with_header in probes.values()):
+        ctx.skip("F009 (codec/pix_fmt of every file)",
+                 "decoder headers read for the first file of each video key only; use --deep or --all-videos to read all")
+    _report_unreferenced(ctx, files, layout)
+    _check_declarations(ctx, probes)
+    if layout is None:
+        _check_segments(ctx, probes, {v.relpath for v in missing})
+        ctx.video_probes = probes  # the timestamp audit (checks/timestamps.py) runs on them after the deep pass
+
+
+def _video_files(ctx: CheckContext):
+    """The video files to check, and the layout they were taken from when the episode metadata is unreadable
+    (None when they come from the metadata); None (a "not checked" entry said why) when there are none to take."""
+    ds = ctx.dataset
+    if ctx.episodes_ok:
+        try:
+            return ds.video_files(), None
+        except DatasetError as exc:
+            ctx.skip("F002, F004-F010 (videos)", str(exc))
+            return None
+    try:
+        layout = video_files_from_layout(ds)
+    except DatasetError as exc:
+        ctx.skip("F002, F004-F010 (videos)", f"the episode metadata is unreadable and {exc}")
+        return None
+    ctx.skip("F010, F003 for names that fit video_path", f"the episode metadata is unreadable; video files taken from {layout.source}")
+    return layout.files, layout
+
+
+def _probe_files(ctx: CheckContext, files: list, layout, use_pyav: bool, probe_all: bool):
+    """Sniff every file, then probe those that may be videos (the decoder header of the first of each video key,
+    or of all), on a thread pool, emitting in file order (I008, F004-F006, F008). Returns ``(probes, missing,
+    unrequested, pending)``: relpath -> (file, probe, header read); the absent files; the absent or placeholder
+    files of episodes the target does not read; how many absent files a --meta-only copy has not downloaded."""
+    ds = ctx.dataset
     probes = {}
     missing = []
     unrequested = []  # absent or placeholder files of episodes the target does not read: at most info
     pending = 0  # absent files a --meta-only copy has not downloaded yet (never "missing")
-    # two passes over a thread pool, emitting in file order: sniff every file, then probe those that may be
-    # videos (the decoder header of the first of each video key, or of all)
     located = []
     for vf in files:
         try:
@@ -104,29 +133,34 @@ def run(ctx: CheckContext) -> None:
                      file_kind="video", video_key=vf.video_key)
             continue
         probes[vf.relpath] = (vf, probe, with_header)
+    return probes, missing, unrequested, pending
+
+
+def _report_missing(ctx: CheckContext, files: list, missing: list, layout) -> None:
+    """F002 for the absent video files: one finding where they all are (or were moved), else one per file."""
+    ds = ctx.dataset
     if missing and _relocated(ctx, "video", ds.video_path or "", [vf.relpath for vf in files],
                               [vf.relpath for vf in missing], None):
-        pass  # one F002 says where the missing files are and how many are absent everywhere
-    elif missing:
-        what = "referenced" if layout is None else f"expected ({layout.source})"
-        if len(missing) == len(files):
-            shown = ", ".join(v.relpath for v in missing[:3])
-            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-            ctx.emit("F002", f"all {len(files)} {what} video file(s) are missing (e.g. {shown}{more})",
-                     missing[0].relpath if len(missing) == 1 else None, file_kind="video")
-        else:
-            for vf in missing:
-                ctx.emit("F002", f"video file of {vf.video_key} for episode(s) {format_episodes(vf.episodes)} is missing",
-                         vf.relpath, group=f"video files of {vf.video_key} are missing", file_kind="video",
-                         video_key=vf.video_key, episodes=vf.episodes)
-    not_requested(ctx, "video", unrequested)
-    if pending:
-        ctx.skip("F002, F008-F010 for video files not downloaded",
-                 f"{pending} of {len(files)} video file(s) not downloaded yet ({ctx.download.describe()})")
-    # a readable file whose header was not read (not the first of its video key, or the first could not be read)
-    if use_pyav and not probe_all and any(not with_header for _, _, with_header in probes.values()):
-        ctx.skip("F009 (codec/pix_fmt of every file)",
-                 "decoder headers read for the first file of each video key only; use --deep or --all-videos to read all")
+        return  # one F002 says where the missing files are and how many are absent everywhere
+    if not missing:
+        return
+    what = "referenced" if layout is None else f"expected ({layout.source})"
+    if len(missing) == len(files):
+        shown = ", ".join(v.relpath for v in missing[:3])
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        ctx.emit("F002", f"all {len(files)} {what} video file(s) are missing (e.g. {shown}{more})",
+                 missing[0].relpath if len(missing) == 1 else None, file_kind="video")
+        return
+    for vf in missing:
+        ctx.emit("F002", f"video file of {vf.video_key} for episode(s) {format_episodes(vf.episodes)} is missing",
+                 vf.relpath, group=f"video files of {vf.video_key} are missing", file_kind="video",
+                 video_key=vf.video_key, episodes=vf.episodes)
+
+
+def _report_unreferenced(ctx: CheckContext, files: list, layout) -> None:
+    """F003 for the mp4 files under videos/ that nothing references (nor names by video_path, when the episode
+    metadata that lists the files is unreadable)."""
+    ds = ctx.dataset
     referenced = {vf.relpath for vf in files}
     why = "not referenced by the episode metadata and video_path"
     if layout is not None or not ctx.episodes_complete:
@@ -141,10 +175,6 @@ def run(ctx: CheckContext) -> None:
         if rel not in referenced and rel not in ctx.relocated:
             ctx.emit("F003", f"video file is {why}", rel,
                      severity="warning", group="unreferenced video files under videos/", file_kind="video")
-    _check_declarations(ctx, probes)
-    if layout is None:
-        _check_segments(ctx, probes, {v.relpath for v in missing})
-        ctx.video_probes = probes  # the timestamp audit (checks/timestamps.py) runs on them after the deep pass
 
 
 def _check_declarations(ctx: CheckContext, probes: dict) -> None:

@@ -300,9 +300,62 @@ def run(ctx: CheckContext) -> None:
     assert ds is not None
     facts = StatsFacts()
     ctx.stats_facts = facts
+    src = _open_sources(ctx, facts)
+    if src is None:
+        return
+    lengths: dict[int, int] = {}
+    if ctx.episodes_ok:
+        lengths = {e.episode_index: e.length for e in ds.episodes if e.length is not None}
     feats = ds.features
+    chk = _Checker(ctx, feats, lengths)
+    pas = _Pass(ctx, facts, chk, feats, _is_v21(ds))
+    per = _episode_entries(pas, src, lengths)
+    stale = _global_entries(pas, src, per)
+    chk.report_countless()
+    _conclude(pas, per, stale)
+
+
+def _is_v21(ds) -> bool:
+    """v2.1's loaders (lerobot 0.3.3) read the per-episode statistics, v2.0's and v3.0's read stats.json."""
+    return ds.layout == "v2" and ds.codebase_version != "v2.0"
+
+
+@dataclass
+class _Pass:
+    """The state the phases of :func:`run` share."""
+
+    ctx: CheckContext
+    facts: StatsFacts
+    chk: "_Checker"
+    feats: dict[str, dict]  # the declared features (computed once: ``Dataset.features`` builds a dict per call)
+    v21: bool
+
+
+@dataclass
+class _Sources:
+    """What :func:`run` reads the statistics from: stats.json (parsed, or None) and the per-episode stream."""
+
+    gstats: dict | None
+    global_unreadable: bool
+    reader: sb.StatsBlocks
+    looked_up: bool  # the deep pass looks the statistics up again (G010): keep the stream's files open
+
+
+@dataclass
+class _PerEpisode:
+    """What the per-episode entries leave for the stats.json entries and the conclusion."""
+
+    aggregates: dict[str, RunningAggregate]  # sound entries only (G008)
+    loaded: dict[str, RunningAggregate]      # every readable, well-shaped entry (what lerobot 0.3 aggregates)
+    tainted: set[str]                        # features with an entry that failed: G008 is not derived from them
+    complete: bool                           # every episode has a readable entry
+
+
+def _open_sources(ctx: CheckContext, facts: StatsFacts) -> _Sources | None:
+    """Sniff and open the statistics files; report the ones the loader cannot read (G001). None: nothing to check."""
+    ds = ctx.dataset
     episodes_stats_ok = True
-    if ds.layout == "v2" and ds.codebase_version != "v2.0" and (ds.root / V2_EPISODES_STATS_PATH).exists():
+    if _is_v21(ds) and (ds.root / V2_EPISODES_STATS_PATH).exists():
         # v2.1 loaders read the per-episode statistics (lerobot 0.3.3 load_episodes_stats): sniff them first
         try:
             check_metadata_file(ds.root / V2_EPISODES_STATS_PATH, V2_EPISODES_STATS_PATH, "jsonl")
@@ -328,7 +381,7 @@ def run(ctx: CheckContext) -> None:
         reader.kind = None
     if reader.kind is not None:
         facts.reader = reader
-    v21_missing = (ds.layout == "v2" and ds.codebase_version != "v2.0" and reader.kind is None and episodes_stats_ok
+    v21_missing = (_is_v21(ds) and reader.kind is None and episodes_stats_ok
                    and not (ds.root / V2_EPISODES_STATS_PATH).exists())
     if v21_missing:
         # lerobot 0.3.3 LeRobotDatasetMetadata.load_metadata: for codebase_version >= v2.1 it calls
@@ -340,24 +393,22 @@ def run(ctx: CheckContext) -> None:
                  "dataset (load_episodes_stats) and raises FileNotFoundError", V2_EPISODES_STATS_PATH,
                  severity=ERROR, file_kind="episodes_stats")
         if gstats is None and not global_unreadable:
-            return
-    if gstats is None and not global_unreadable:
-        if ds.layout == "v2" and ds.codebase_version != "v2.0":
-            pass  # reported above (v2.1 needs the per-episode statistics, not stats.json)
-        else:
-            ctx.emit("G001", f"{STATS_PATH} is missing: no normalisation statistics", STATS_PATH)
+            return None
+    if gstats is None and not global_unreadable and not _is_v21(ds):
+        # (v2.1 needs the per-episode statistics, not stats.json: reported above)
+        ctx.emit("G001", f"{STATS_PATH} is missing: no normalisation statistics", STATS_PATH)
     if global_unreadable and reader.kind is None:
-        return
-    lengths: dict[int, int] = {}
-    if ctx.episodes_ok:
-        lengths = {e.episode_index: e.length for e in ds.episodes if e.length is not None}
-    chk = _Checker(ctx, feats, lengths)
-    v21 = ds.layout == "v2" and ds.codebase_version != "v2.0"
+        return None
+    return _Sources(gstats, global_unreadable, reader, looked_up)
 
-    # ------------------------------------------------------------ per-episode entries
-    aggregates: dict[str, RunningAggregate] = {}   # sound entries only (G008)
-    loaded: dict[str, RunningAggregate] = {}       # every readable, well-shaped entry (what lerobot 0.3 aggregates)
-    tainted: set[str] = set()  # features with an entry that failed: G008 is not derived from them
+
+def _episode_entries(pas: _Pass, src: _Sources, lengths: dict[int, int]) -> _PerEpisode:
+    """Check every per-episode entry (screened a block at a time, the failing rows one by one) and aggregate the
+    sound ones; then report the stream's unreadable files and the episodes without an entry (G001)."""
+    ctx, facts, chk, feats = pas.ctx, pas.facts, pas.chk, pas.feats
+    ds = ctx.dataset
+    reader = src.reader
+    per = _PerEpisode({}, {}, set(), False)
     seen_eps: set[int] = set()
     for block in reader:
         seen_eps.update(block.episodes.tolist())
@@ -371,42 +422,10 @@ def run(ctx: CheckContext) -> None:
                                  feature=name, episode=e)
                 continue
             kind = st.feature_kind(feats[name])
-            if kind is None:
-                continue
-            present = np.zeros(len(block.episodes), dtype=bool)
-            for c in cols.values():
-                present |= c.ok | np.asarray([c.shapes.get(i) is not None for i in range(len(c.ok))], dtype=bool)
-            sound, consistent = _screen(feats[name], kind, cols, lens)
-            for i in np.flatnonzero(present & ~(sound & consistent)).tolist():  # the few rows that fail: one by one
-                e = int(block.episodes[i])
-                chk.last_inconsistent = None
-                emitted = len(ctx.findings)
-                parsed, ok = chk.entry(f"episode {e}", block.source_at(i), name, _row(cols, i), episode=e,
-                                       severity="warning", hazard_severity="info",
-                                       count_expected=int(lens[i]) if lens[i] >= 0 else None,
-                                       shape_severity="error" if v21 else None)
-                if parsed is None:
-                    facts.untrusted.add((e, name))
-                    sound[i] = False
-                elif not ok and chk.last_inconsistent is not None:
-                    facts.inconsistent[(e, name)] = chk.last_inconsistent
-                elif ok and len(ctx.findings) == emitted:
-                    # the screen is stricter than the checks, e.g. for an entry without quantiles (older writers):
-                    # an entry they found nothing in aggregates like the others
-                    sound[i] = consistent[i] = True
-            good = present & sound & consistent
-            if (present & ~good).any():
-                tainted.add(name)
-            if st.normalised(name, feats[name]):
-                _hazards_block(chk, block, name, cols, good, lens)
-            stored = cols["count"].values[:, 0] if "count" in cols else np.full(len(lens), -1, dtype=np.int64)
-            weights = np.where(lens >= 0, lens, stored) if kind == "numeric" else None
-            if good.any():
-                aggregates.setdefault(name, RunningAggregate()).add_block(cols, good, weights)
-            if v21 and (present & sound).any():
-                loaded.setdefault(name, RunningAggregate()).add_block(cols, present & sound, None)
+            if kind is not None:
+                _episode_feature(pas, per, block, name, cols, kind, lens)
     facts.miscounted = set(chk.miscounted)
-    if not looked_up:
+    if not src.looked_up:
         # nothing looks the statistics up again: let go of the files the stream left open now, not with the
         # context (a 14,000-episode file's parsed footer is ~110 MB, and the deep pass parses the data's next)
         reader.close()
@@ -419,51 +438,102 @@ def run(ctx: CheckContext) -> None:
     if no_stats:
         ctx.emit("G001", f"{len(no_stats)} episode(s) have no per-episode statistics (first: episode {min(no_stats)})",
                  V2_EPISODES_STATS_PATH if reader.kind == "jsonl" else (ds.episode_files[0] if ds.episode_files else None))
-    complete = not no_stats and not reader.problems and reader.kind is not None
+    per.complete = not no_stats and not reader.problems and reader.kind is not None
+    return per
 
-    # ------------------------------------------------------------ stats.json entries
+
+def _episode_feature(pas: _Pass, per: _PerEpisode, block: sb.StatsBlock, name: str,
+                     cols: dict[str, sb.StatColumn], kind: str, lens: np.ndarray) -> None:
+    """One declared feature of one block of per-episode entries: screen, check the failing rows, aggregate."""
+    ctx, facts, chk, feats, v21 = pas.ctx, pas.facts, pas.chk, pas.feats, pas.v21
+    present = np.zeros(len(block.episodes), dtype=bool)
+    for c in cols.values():
+        present |= c.ok | np.asarray([c.shapes.get(i) is not None for i in range(len(c.ok))], dtype=bool)
+    sound, consistent = _screen(feats[name], kind, cols, lens)
+    for i in np.flatnonzero(present & ~(sound & consistent)).tolist():  # the few rows that fail: one by one
+        e = int(block.episodes[i])
+        chk.last_inconsistent = None
+        emitted = len(ctx.findings)
+        parsed, ok = chk.entry(f"episode {e}", block.source_at(i), name, _row(cols, i), episode=e,
+                               severity="warning", hazard_severity="info",
+                               count_expected=int(lens[i]) if lens[i] >= 0 else None,
+                               shape_severity="error" if v21 else None)
+        if parsed is None:
+            facts.untrusted.add((e, name))
+            sound[i] = False
+        elif not ok and chk.last_inconsistent is not None:
+            facts.inconsistent[(e, name)] = chk.last_inconsistent
+        elif ok and len(ctx.findings) == emitted:
+            # the screen is stricter than the checks, e.g. for an entry without quantiles (older writers):
+            # an entry they found nothing in aggregates like the others
+            sound[i] = consistent[i] = True
+    good = present & sound & consistent
+    if (present & ~good).any():
+        per.tainted.add(name)
+    if st.normalised(name, feats[name]):
+        _hazards_block(chk, block, name, cols, good, lens)
+    stored = cols["count"].values[:, 0] if "count" in cols else np.full(len(lens), -1, dtype=np.int64)
+    weights = np.where(lens >= 0, lens, stored) if kind == "numeric" else None
+    if good.any():
+        per.aggregates.setdefault(name, RunningAggregate()).add_block(cols, good, weights)
+    if v21 and (present & sound).any():
+        per.loaded.setdefault(name, RunningAggregate()).add_block(cols, present & sound, None)
+
+
+def _global_entries(pas: _Pass, src: _Sources, per: _PerEpisode) -> list[tuple[str, str]]:
+    """Check stats.json's entries (G002, G004, G007 and the entry checks); returns the features whose entry
+    disagrees with the aggregate of the per-episode entries, with a one-line detail (for G008)."""
+    ctx, facts, chk, feats, v21 = pas.ctx, pas.facts, pas.chk, pas.feats, pas.v21
+    ds = ctx.dataset
+    gstats = src.gstats
     total_frames = ds.total("total_frames")
     stale: list[tuple[str, str]] = []
-    if gstats is not None:
-        g_sev = "warning" if v21 else None
-        g_where = None
-        for name, raw in gstats.items():
-            if name not in feats:
-                ctx.emit("G002", f"stats for {name!r}, which is not a declared feature", STATS_PATH,
-                         group="stats describe undeclared features", feature=name)
-                continue
-            if st.feature_kind(feats[name]) is None:
-                continue
-            count_expected = None
-            if reader.kind is None and st.feature_kind(feats[name]) == "numeric" and total_frames is not None:
-                count_expected = total_frames
-            chk.last_inconsistent = None
-            parsed, ok = chk.entry(g_where, STATS_PATH, name, raw, episode=None, severity=g_sev,
-                                   hazard_severity=None if v21 else "warning", count_expected=None,
-                                   frames_hint=total_frames)
-            if parsed is not None and not ok and chk.last_inconsistent is not None and not v21:
-                facts.inconsistent[(None, name)] = chk.last_inconsistent
-            if parsed is None:
-                if not v21:  # a v2.1 stats.json is not what the loader normalises with: the aggregate still is
-                    facts.untrusted.add((None, name))
-                continue
-            if count_expected is not None and int(parsed["count"][0]) != count_expected:
-                ctx.emit("G007", f"{_label(name, 'count')} is {int(parsed['count'][0])} but total_frames is "
-                         f"{count_expected}", STATS_PATH, group="stats.json counts differ from total_frames",
-                         feature=name, key="count")
-            if not v21:
-                facts.global_stats[name] = parsed
-            if ok and complete and name in aggregates and name not in tainted:
-                detail = _stale(name, parsed, aggregates[name].result())
-                if detail:
-                    stale.append((name, detail))
-        for name, feat in feats.items():
-            if st.normalised(name, feat) and name not in gstats and not v21:
-                ctx.emit("G004", f"{STATS_PATH} has no statistics for {name!r}: lerobot leaves it unnormalised",
-                         STATS_PATH, group="normalised features have no statistics", feature=name)
+    if gstats is None:
+        return stale
+    g_sev = "warning" if v21 else None
+    for name, raw in gstats.items():
+        if name not in feats:
+            ctx.emit("G002", f"stats for {name!r}, which is not a declared feature", STATS_PATH,
+                     group="stats describe undeclared features", feature=name)
+            continue
+        if st.feature_kind(feats[name]) is None:
+            continue
+        count_expected = None
+        if src.reader.kind is None and st.feature_kind(feats[name]) == "numeric" and total_frames is not None:
+            count_expected = total_frames
+        chk.last_inconsistent = None
+        parsed, ok = chk.entry(None, STATS_PATH, name, raw, episode=None, severity=g_sev,
+                               hazard_severity=None if v21 else "warning", count_expected=None,
+                               frames_hint=total_frames)
+        if parsed is not None and not ok and chk.last_inconsistent is not None and not v21:
+            facts.inconsistent[(None, name)] = chk.last_inconsistent
+        if parsed is None:
+            if not v21:  # a v2.1 stats.json is not what the loader normalises with: the aggregate still is
+                facts.untrusted.add((None, name))
+            continue
+        if count_expected is not None and int(parsed["count"][0]) != count_expected:
+            ctx.emit("G007", f"{_label(name, 'count')} is {int(parsed['count'][0])} but total_frames is "
+                     f"{count_expected}", STATS_PATH, group="stats.json counts differ from total_frames",
+                     feature=name, key="count")
         if not v21:
-            facts.global_source = STATS_PATH
-    chk.report_countless()
+            facts.global_stats[name] = parsed
+        if ok and per.complete and name in per.aggregates and name not in per.tainted:
+            detail = _stale(name, parsed, per.aggregates[name].result())
+            if detail:
+                stale.append((name, detail))
+    for name, feat in feats.items():
+        if st.normalised(name, feat) and name not in gstats and not v21:
+            ctx.emit("G004", f"{STATS_PATH} has no statistics for {name!r}: lerobot leaves it unnormalised",
+                     STATS_PATH, group="normalised features have no statistics", feature=name)
+    if not v21:
+        facts.global_source = STATS_PATH
+    return stale
+
+
+def _conclude(pas: _Pass, per: _PerEpisode, stale: list[tuple[str, str]]) -> None:
+    """G008 for a stale stats.json; for v2.1, the aggregate lerobot 0.3 normalises with becomes the statistics
+    the later checks compare against (and is checked for hazards)."""
+    ctx, facts, chk, feats, v21 = pas.ctx, pas.facts, pas.chk, pas.feats, pas.v21
     if stale:
         facts.stale.update(n for n, _ in stale)
         why = "lerobot 0.3 ignores it for v2.1, other tools may not" if v21 else \
@@ -472,9 +542,9 @@ def run(ctx: CheckContext) -> None:
         ctx.emit("G008", f"{STATS_PATH} disagrees with the aggregate of the per-episode statistics for {len(stale)} "
                  f"feature(s) ({names}); first {stale[0][0]!r}: {stale[0][1]}. Stale after episodes were added or "
                  f"removed? {why}", STATS_PATH, feature=[n for n, _ in stale])
-    if v21 and complete:
+    if v21 and per.complete:
         facts.global_source = f"the aggregate of {V2_EPISODES_STATS_PATH} (what lerobot 0.3 normalises with)"
-        for name, agg in loaded.items():
+        for name, agg in per.loaded.items():
             if any(u == name for _, u in facts.untrusted):
                 continue
             res = agg.result()

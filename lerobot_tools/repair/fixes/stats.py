@@ -214,6 +214,47 @@ def _ranks(x: np.ndarray, entry: st.FeatureStats, storage) -> dict[str, tuple]:
 
 def fix_stats(rc) -> None:
     """G003-G008, G010: recompute the wrong statistics (see module docstring). Plans changes on ``rc``."""
+    job = _prepare(rc)
+    if job is None or not _recompute(job):
+        return
+    _aggregate(job)
+    summaries: dict[str, list[str]] = {}
+    files: dict[str, list[str]] = {}
+    _plan_episode_changes(job, summaries, files)
+    _plan_global_change(job, summaries, files)
+    if not summaries:
+        job.cannot("the stored statistics agree with the data within tolerance; nothing to recompute",
+                   "see the finding: camera statistics and declarations are not recomputed")
+        return
+    _report(job, summaries, files)
+
+
+@dataclass
+class _StatsJob:
+    """What the phases of :func:`fix_stats` share: the repair context, the stored statistics' layout and what
+    the recomputation found."""
+
+    rc: Any
+    wanted: list[str]
+    episodes: list
+    lengths: dict[int, int]
+    features: dict[str, _Feature]              # the numeric features lrtool recomputes
+    reader: Any                                # st.EpisodeStatsReader over the per-episode statistics
+    quantile_sets: dict[str, list[str]]        # which quantiles each feature stores
+    gstats: dict | None                        # stats.json, parsed (None: absent)
+    replaced: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)  # episode -> feature -> entry
+    totals: dict[str, RunningAggregate] = field(default_factory=dict)  # the data's own moments per feature
+    nonfinite: dict[str, set[int]] = field(default_factory=dict)       # feature -> dimensions holding NaN/inf
+    aggregates: dict[str, RunningAggregate | None] = field(default_factory=dict)
+
+    def cannot(self, reason: str, todo: str) -> None:
+        for c in self.wanted:
+            self.rc.cannot(c, reason, todo, None)
+
+
+def _prepare(rc) -> _StatsJob | None:
+    """Check the preconditions of a recomputation and read the stored statistics' layout; None (every wanted
+    check told why) when the statistics cannot be recomputed."""
     ds = rc.ds
     feats = rc.feats
     wanted = [c for c in STATS_CHECKS if rc.wants(c)]
@@ -224,20 +265,20 @@ def fix_stats(rc) -> None:
 
     if ds.layout is None or not rc.data_files:
         cannot("the episode metadata or the data files cannot be read", "fix the episode metadata first")
-        return
+        return None
     if rc.bad_data_files:
         cannot("some data files are missing or unreadable, so their statistics cannot be recomputed",
                "restore the data files (F001-F007), then rerun")
-        return
+        return None
     if rc.has("C005", "D004", "D005", "F007", "S001", "S004", "C004"):
         cannot("the episode rows disagree with the metadata, so per-episode statistics would be wrong",
                "fix C005/D004/D005/S004 first, then rerun")
-        return
+        return None
     try:
         episodes = ds.episodes
     except Exception:
         cannot("the episode metadata cannot be read", "fix C007 first")
-        return
+        return None
     lengths = {e.episode_index: e.length for e in episodes if e.length is not None}
     first = next(iter(rc.footers.values()))
     cols = numeric_columns(ds, first.schema)
@@ -254,24 +295,26 @@ def fix_stats(rc) -> None:
     if reader.problems:
         rel, msg = reader.problems[0]
         cannot(f"{rel}: {msg}", "restore the per-episode statistics file")
-        return
+        return None
     gstats = None
     try:
         gstats = st.read_global(ds)
     except Exception as exc:
         cannot(f"{STATS_PATH} cannot be read ({exc})", "restore or delete it, then rerun")
-        return
+        return None
     if reader.kind is None and gstats is not None:
         for name, raw in gstats.items():
             if name in features and isinstance(raw, dict):
                 quantile_sets[name] = [q for q in st.QUANTILES if q in raw]
+    return _StatsJob(rc, wanted, episodes, lengths, features, reader, quantile_sets, gstats)
 
-    # ------------------------------------------------------------ recompute, episode by episode
-    replaced: dict[int, dict[str, dict[str, Any]]] = {}
-    recomputed_totals: dict[str, RunningAggregate] = {}
-    nonfinite: dict[str, set[int]] = {}
+
+def _recompute(job: _StatsJob) -> bool:
+    """Recompute every episode's statistics from the data files, episode by episode (at most
+    :data:`MAX_EPISODE_BYTES` of one episode's numeric data held); False (told why) when an episode is too large."""
     import pyarrow.parquet as pq
 
+    rc, ds, features = job.rc, job.rc.ds, job.features
     for df in rc.data_files:
         pf = pq.ParquetFile(ds.path(df.relpath))
         names = [n for n in features if n in pf.schema_arrow.names]
@@ -286,22 +329,30 @@ def fix_stats(rc) -> None:
                 sel = np.flatnonzero(ep == e)
                 rows[e] = rows.get(e, 0) + len(sel)
                 if rows[e] * width > MAX_EPISODE_BYTES:
-                    cannot(f"episode {e} holds more than {MAX_EPISODE_BYTES // 2**20} MiB of numeric data",
-                           "recompute its statistics with lerobot")
-                    return
+                    job.cannot(f"episode {e} holds more than {MAX_EPISODE_BYTES // 2**20} MiB of numeric data",
+                               "recompute its statistics with lerobot")
+                    return False
                 for n, m in mats.items():
                     if m is not None:
                         buf.setdefault(e, {}).setdefault(n, []).append(m[sel])
-                if rows[e] == lengths.get(e):
-                    _episode(reader, e, buf.pop(e, {}), features, quantile_sets, feats, lengths, replaced,
-                             recomputed_totals, nonfinite)
+                if rows[e] == job.lengths.get(e):
+                    _episode_of(job, e, buf.pop(e, {}))
         for e in list(buf):
-            _episode(reader, e, buf.pop(e), features, quantile_sets, feats, lengths, replaced, recomputed_totals,
-                     nonfinite)
+            _episode_of(job, e, buf.pop(e))
         pf.close()
+    return True
 
-    # ------------------------------------------------------------ per-episode changes, then the aggregate
-    aggregates: dict[str, RunningAggregate] = {}
+
+def _episode_of(job: _StatsJob, e: int, parts: dict[str, list[np.ndarray]]) -> None:
+    _episode(job.reader, e, parts, job.features, job.quantile_sets, job.rc.feats, job.lengths, job.replaced,
+             job.totals, job.nonfinite)
+
+
+def _aggregate(job: _StatsJob) -> None:
+    """The aggregate of the per-episode statistics as they will be (the replaced entries, the others as stored);
+    features whose data holds non-finite values are not recomputed at all (told why)."""
+    feats, reader, replaced = job.rc.feats, job.reader, job.replaced
+    aggregates: dict[str, RunningAggregate | None] = {}
     if reader.kind is not None:
         for row in reader:
             for name, raw in row.stats.items():
@@ -316,64 +367,77 @@ def fix_stats(rc) -> None:
                 if agg is not None:
                     agg.add(entry)
     else:
-        aggregates = recomputed_totals
-    for name, dims in sorted(nonfinite.items()):
+        aggregates = job.totals
+    for name, dims in sorted(job.nonfinite.items()):
         aggregates[name] = None  # never re-aggregated from statistics that cannot be right
         for e in list(replaced):
             replaced[e].pop(name, None)
         shown = ", ".join(map(str, sorted(dims)[:6])) + (", ..." if len(dims) > 6 else "")
-        for c in wanted:
-            rc.cannot(c, f"the data of {name!r} holds NaN or infinite values (dimension(s) {shown}): statistics of "
-                      "it cannot be finite, so recomputing them fixes nothing",
-                      "replace or drop the non-finite values in the data, then rerun", {"feature": name})
+        for c in job.wanted:
+            job.rc.cannot(c, f"the data of {name!r} holds NaN or infinite values (dimension(s) {shown}): statistics "
+                          "of it cannot be finite, so recomputing them fixes nothing",
+                          "replace or drop the non-finite values in the data, then rerun", {"feature": name})
     _drop_unchanged(reader, replaced)
-    summaries: dict[str, list[str]] = {}
-    files: dict[str, list[str]] = {}
-    if replaced:
-        per_feature: dict[str, int] = {}
-        for entries in replaced.values():
-            for n in entries:
-                per_feature[n] = per_feature.get(n, 0) + 1
-        if reader.kind == "jsonl":
-            changes = [jsonl_change(ds, replaced, wanted)]
-        else:
-            changes = parquet_changes(ds, reader, replaced, wanted)
-            written = {(c.episodes[r], col[len("stats/"):col.rindex("/")])
-                       for c in changes for r, cols in c.cells.items() for col in cols}
-            per_feature = {}
-            for e, n in written:
-                per_feature[n] = per_feature.get(n, 0) + 1
-        for change in changes:
-            rc.file_changes.append(change)
-        for n, k in per_feature.items():
-            summaries.setdefault(n, []).append(
-                f"recompute {k} per-episode entr{'y' if k == 1 else 'ies'} from the data (lerobot's compute_stats)")
-            files.setdefault(n, []).extend(c.relpath for c in changes)
-    if gstats is not None:
-        flagged = {n for c in wanted for f in rc.findings(c) if STATS_PATH in (f.paths or [f.path])
-                   for n in _features_of(f)}
-        for n in flagged:  # its stats.json entry is reported against the data: take the data's own moments (the
-            if aggregates.get(n) is not None and n in recomputed_totals:  # stored per-episode means carry float32
-                aggregates[n] = recomputed_totals[n]  # noise that pools into a spurious std)
-        new_global, global_changed = _global(ds, gstats, aggregates, feats, flagged)
-        if global_changed:
-            old_text = (ds.root / STATS_PATH).read_text(encoding="utf-8")
-            new_text = dump_like(old_text if old_text.strip() else "{\n    }", new_global)
-            expected = json.loads(json.dumps(new_global))
+    job.aggregates = aggregates
 
-            def verify(text: str, expected=expected) -> None:
-                if json.loads(text) != expected:
-                    raise ValueError(f"{STATS_PATH} does not read back as planned")
 
-            rc.file_changes.append(TextChange(STATS_PATH, old_text, new_text, list(wanted), verify))
-            for n in global_changed:
-                summaries.setdefault(n, []).append(f"re-aggregate the {STATS_PATH} entry (lerobot's aggregate_stats)")
-                files.setdefault(n, []).append(STATS_PATH)
-    if not summaries:
-        cannot("the stored statistics agree with the data within tolerance; nothing to recompute",
-               "see the finding: camera statistics and declarations are not recomputed")
+def _plan_episode_changes(job: _StatsJob, summaries: dict[str, list[str]], files: dict[str, list[str]]) -> None:
+    """Plan the rewrite of the per-episode entries that change (episodes_stats.jsonl, or the v3.0 cells)."""
+    rc, ds, replaced = job.rc, job.rc.ds, job.replaced
+    if not replaced:
         return
-    for c in wanted:
+    per_feature: dict[str, int] = {}
+    for entries in replaced.values():
+        for n in entries:
+            per_feature[n] = per_feature.get(n, 0) + 1
+    if job.reader.kind == "jsonl":
+        changes = [jsonl_change(ds, replaced, job.wanted)]
+    else:
+        changes = parquet_changes(ds, job.reader, replaced, job.wanted)
+        written = {(c.episodes[r], col[len("stats/"):col.rindex("/")])
+                   for c in changes for r, cols in c.cells.items() for col in cols}
+        per_feature = {}
+        for e, n in written:
+            per_feature[n] = per_feature.get(n, 0) + 1
+    for change in changes:
+        rc.file_changes.append(change)
+    for n, k in per_feature.items():
+        summaries.setdefault(n, []).append(
+            f"recompute {k} per-episode entr{'y' if k == 1 else 'ies'} from the data (lerobot's compute_stats)")
+        files.setdefault(n, []).extend(c.relpath for c in changes)
+
+
+def _plan_global_change(job: _StatsJob, summaries: dict[str, list[str]], files: dict[str, list[str]]) -> None:
+    """Plan the rewrite of stats.json's entries that change (re-aggregated as lerobot's aggregate_stats does)."""
+    rc, ds, gstats, aggregates = job.rc, job.rc.ds, job.gstats, job.aggregates
+    if gstats is None:
+        return
+    flagged = {n for c in job.wanted for f in rc.findings(c) if STATS_PATH in (f.paths or [f.path])
+               for n in _features_of(f)}
+    for n in flagged:  # its stats.json entry is reported against the data: take the data's own moments (the
+        if aggregates.get(n) is not None and n in job.totals:  # stored per-episode means carry float32
+            aggregates[n] = job.totals[n]  # noise that pools into a spurious std)
+    new_global, global_changed = _global(ds, gstats, aggregates, rc.feats, flagged)
+    if not global_changed:
+        return
+    old_text = (ds.root / STATS_PATH).read_text(encoding="utf-8")
+    new_text = dump_like(old_text if old_text.strip() else "{\n    }", new_global)
+    expected = json.loads(json.dumps(new_global))
+
+    def verify(text: str, expected=expected) -> None:
+        if json.loads(text) != expected:
+            raise ValueError(f"{STATS_PATH} does not read back as planned")
+
+    rc.file_changes.append(TextChange(STATS_PATH, old_text, new_text, list(job.wanted), verify))
+    for n in global_changed:
+        summaries.setdefault(n, []).append(f"re-aggregate the {STATS_PATH} entry (lerobot's aggregate_stats)")
+        files.setdefault(n, []).append(STATS_PATH)
+
+
+def _report(job: _StatsJob, summaries: dict[str, list[str]], files: dict[str, list[str]]) -> None:
+    """One repair line per finding's feature, or per group of features whose changes read the same."""
+    rc = job.rc
+    for c in job.wanted:
         found = rc.findings(c)
         # a finding grouped over several features names none: the changes of every feature answer it
         whole = (c in rc.implied and not found) or any(not _features_of(f) for f in found)
