@@ -321,7 +321,7 @@ def report_merged(merged, run_dir: Path, outputs: dict, *, fmt: str | None = Non
     exit 2."""
     from lerobot_tools._safeout import json_mode, wrap
     from lerobot_tools.distributed.jobs import get_job, write_outputs
-    from lerobot_tools.distributed.parts import unreadable_results
+    from lerobot_tools.distributed.jobs import unreadable_results
     from lerobot_tools.distributed.plan import read_render
 
     out = wrap(sys.stdout)

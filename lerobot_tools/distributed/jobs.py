@@ -20,9 +20,11 @@ imported only when a run needs them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Iterator, Protocol
 
 from lerobot_tools.errors import UsageError
 
@@ -91,8 +93,6 @@ def write_outputs(job: Job, merged: Any, outputs: dict[str, Any], *, where: Any 
     """
     import sys
 
-    from lerobot_tools.distributed.parts import unreadable_results
-
     given = {k: v for k, v in outputs.items() if v is not None}
     for name in given:
         if OUTPUTS.get(name) != job.command:
@@ -151,3 +151,23 @@ def dataclass_from_dict(cls, d: dict[str, Any]):
     if unknown:
         raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
     return cls(**{k: coerce(hints[k], v) for k, v in d.items()})
+
+
+#: what a job raises on a result it cannot read (a part edited by hand, a wrong type where a field should be)
+RESULT_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError)
+
+
+@contextlib.contextmanager
+def unreadable_results(where: Path | str | None) -> Iterator[None]:
+    """Turn an error raised while a job reads the parts' results (merging or rendering them) into one line.
+
+    Raises:
+        UsageError: for any of :data:`RESULT_ERRORS` raised in the block, naming ``where`` and the error.
+    """
+    from lerobot_tools.errors import one_line
+
+    try:
+        yield
+    except RESULT_ERRORS as exc:
+        raise UsageError(f"the parts hold a result lrtool cannot read ({one_line(exc, typed=True)}): a part was "
+                         "edited, or written by another version of lrtool", where) from None

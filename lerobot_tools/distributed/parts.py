@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from lerobot_tools.distributed.jobs import DatasetParts, get_job
+from lerobot_tools.distributed.jobs import DatasetParts, get_job, unreadable_results
 from lerobot_tools.distributed.partition import WorkItem
 from lerobot_tools.distributed.plan import (DIGEST_RE, PARTS_DIR, PLAN_FILE, RUN_ID_RE, Plan, check_world,
                                             read_json_capped, read_plan, refuse_link, request_digest, safe_relpath,
@@ -319,23 +319,3 @@ def merge_parts(paths: list[Path]) -> Merged:
     with in_directory(cwd), unreadable_results(where):
         result = job.merge(spec, datasets)
     return Merged(command, spec, world, result, len(parts), first["run"], first["request"])
-
-
-#: what a job raises on a result it cannot read (a part edited by hand, a wrong type where a field should be)
-RESULT_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError)
-
-
-@contextlib.contextmanager
-def unreadable_results(where: Path | str | None) -> Iterator[None]:
-    """Turn an error raised while a job reads the parts' results (merging or rendering them) into one line.
-
-    Raises:
-        UsageError: for any of :data:`RESULT_ERRORS` raised in the block, naming ``where`` and the error.
-    """
-    from lerobot_tools.errors import one_line
-
-    try:
-        yield
-    except RESULT_ERRORS as exc:
-        raise UsageError(f"the parts hold a result lrtool cannot read ({one_line(exc, typed=True)}): a part was "
-                         "edited, or written by another version of lrtool", where) from None

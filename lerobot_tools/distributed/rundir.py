@@ -108,7 +108,8 @@ def write_merged(run_dir: Path, outputs: dict | None = None) -> int:
 
     from lerobot_tools._io import atomic_write_text
     from lerobot_tools.distributed.jobs import get_job, write_outputs
-    from lerobot_tools.distributed.parts import merge_parts, unreadable_results
+    from lerobot_tools.distributed.jobs import unreadable_results
+    from lerobot_tools.distributed.parts import merge_parts
 
     merged = merge_parts([run_dir])
     job = get_job(merged.command)

@@ -273,7 +273,7 @@ def try_plan(target, plan: RepairPlan, options: RepairOptions, *, inside: bool) 
     """
     from lerobot_tools.checks.engine import validate_contained
     from lerobot_tools.errors import LrtoolError
-    from lerobot_tools.repair.apply import ordered_changes, write_one
+    from lerobot_tools.repair.writes import ordered_changes, write_one
     from lerobot_tools.repair.model import Move
     from lerobot_tools.repair.shadow import Shadow, ShadowError
 

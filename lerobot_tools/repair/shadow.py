@@ -7,7 +7,7 @@ outcome of the very bytes the repair would write, before a byte of the dataset c
 Layout: ``<scratch>/<dataset folder name>/`` mirrors the dataset's folders; each file is a hard link to the
 original where the file system allows it (same file system, permitted by ``fs.protected_hardlinks``), else a
 symbolic link to its absolute path. Nothing is copied. A change is written exactly as in the dataset
-(:func:`lerobot_tools.repair.apply.write_one`: a temporary file next to the target, then ``os.replace``), which
+(:func:`lerobot_tools.repair.writes.write_one`: a temporary file next to the target, then ``os.replace``), which
 replaces the link itself, never the original it points to; a move renames the link. ``.lrtool/`` (backups) and
 ``.git/`` are not mirrored (validate skips hidden folders).
 
