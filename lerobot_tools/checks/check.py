@@ -55,3 +55,7 @@ def _auto(fix: str, note: str) -> dict:
 
 def manual(note: str) -> dict:
     return {"repair": None, "repair_note": note}
+
+
+#: how a mixture or target problem is repaired: by a person, not in the dataset's files
+MIXTURE_REPAIR = manual("a mixture or target problem, not a problem of the dataset's files")
