@@ -228,7 +228,6 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
             :class:`~lerobot_tools.video.probe.VideoProbe` (default: :func:`~lerobot_tools.video.probe.probe_video`;
             the distributed job records and replays these reads).
     """
-    from lerobot_tools.dataset.model import Dataset, files_under
     from lerobot_tools.video.probe import pyav_available
 
     probe_file = probe_file or _probe_file
@@ -245,6 +244,48 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
              else "e.g. `hf download REPO_ID --repo-type dataset --local-dir DATASET_FOLDER`")
     placeholders: dict = {}  # relpath -> sniff of every placeholder seen, for the causes said once
     raw: list[Problem] = []  # grouped at the end
+    ds = _open_dataset(target, dd, raw, placeholders, fetch)
+    if ds is None:
+        return dd
+    keys = dd.video_keys
+    dd.problems.extend(_metadata_problems(ds, target))
+    if not keys:
+        dd.notes.append("no video features in info.json: nothing to decode")
+        return dd
+    files = _files_for(ds, target, dd.notes, raw, placeholders, fetch)
+    if files is None:
+        dd.problems.extend(group_problems(raw))
+        return dd
+    use_pyav = pyav_available()
+    if not use_pyav:
+        dd.notes.append("PyAV is not importable: headers come from the MP4 boxes only (no pix_fmt)")
+    from lerobot_tools.dataset.downloads import read_state
+
+    download = read_state(ds.root)  # a --meta-only copy: absent videos are not downloaded yet, never missing
+    pending, light = _check_files(ds, dd, files, raw, placeholders, fetch, download,
+                                  lambda key, rel, path, sn, header: probe_file(
+                                      rel, path, pyav=use_pyav and header, gop="demux" if use_pyav and header
+                                      else "header", sniffed=sn), all_files)
+    raw = _relocate_missing(ds, files, raw)
+    dd.problems.extend(group_problems(raw))
+    dd.causes = shared_causes(placeholders)
+    _keys_without_files(ds, dd, keys, fetch)
+    if pending:
+        dd.notes.append(f"{pending} video file(s) not downloaded yet ({download.describe()}): their streams are judged "
+                        "by what meta/info.json declares (codec, pix_fmt, size), without a decode test")
+    if light:
+        dd.notes.append(f"decoder headers read for the first healthy file of each video feature ({len(dd.streams)} "
+                        f"of {len(dd.streams) + light} healthy files; the others were checked for presence and "
+                        "integrity only); use --all-files to read every header")
+    dd.seconds = time.perf_counter() - t0
+    return dd
+
+
+def _open_dataset(target: Target, dd: DatasetDiagnosis, raw: list, placeholders: dict, fetch: str):
+    """The target's :class:`Dataset` (``dd.codebase_version`` and ``dd.video_keys`` set), or None when it cannot
+    be read: ``dd`` then says why (for a placeholder info.json, with the placeholder videos beside it)."""
+    from lerobot_tools.dataset.model import Dataset, files_under
+
     try:
         ds = Dataset(target.root)
         dd.codebase_version = ds.codebase_version
@@ -264,30 +305,25 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
                                        action=_placeholder_action(check, fetch)))
         dd.problems.extend(group_problems(raw))
         dd.causes = shared_causes(placeholders)
-        return dd
+        return None
     except DatasetError as exc:
         dd.error = str(exc)
         dd.problems.append(Problem(ERROR, "target", f"cannot diagnose: {exc}"))
-        return dd
+        return None
     dd.video_keys = keys
-    dd.problems.extend(_metadata_problems(ds, target))
-    if not keys:
-        dd.notes.append("no video features in info.json: nothing to decode")
-        return dd
-    files = _files_for(ds, target, dd.notes, raw, placeholders, fetch)
-    if files is None:
-        dd.problems.extend(group_problems(raw))
-        return dd
-    use_pyav = pyav_available()
-    if not use_pyav:
-        dd.notes.append("PyAV is not importable: headers come from the MP4 boxes only (no pix_fmt)")
+    return ds
+
+
+def _check_files(ds, dd: DatasetDiagnosis, files: list, raw: list, placeholders: dict, fetch: str, download,
+                 probe, all_files: bool) -> tuple[int, int]:
+    """Check every video file (presence, placeholders, integrity) and read the decoder header of the first healthy
+    file per video key (of every file with ``all_files``) through ``probe(key, rel, path, sniffed, header)``,
+    comparing it with info.json (F009). Returns ``(pending, light)``: the files a --meta-only copy has not
+    downloaded, and the healthy files checked without their header."""
     info_fps = ds.fps
     features = ds.features
     headed: set[str] = set()
     light = 0  # healthy files checked without reading their decoder header
-    from lerobot_tools.dataset.downloads import read_state
-
-    download = read_state(ds.root)  # a --meta-only copy: absent videos are not downloaded yet, never missing
     episodes_of = {vf.relpath: vf.episodes for vf in ds.video_files()} if download is not None else {}
     pending = 0
     for key, rel in files:
@@ -317,8 +353,7 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
                                action=_placeholder_action(placeholder, fetch)))
             continue
         want_header = all_files or key not in headed
-        header = use_pyav and want_header
-        pr = probe_file(rel, path, pyav=header, gop="demux" if header else "header", sniffed=sn)
+        pr = probe(key, rel, path, sn, want_header)
         if pr.status != "ok":
             raw.append(_defect("F008", f"{key}: {pr.problem}", rel, f"{key}: video files cannot be read",
                                action="re-download this file (a partial download or a corrupt copy)"))
@@ -337,30 +372,25 @@ def probe_target(target: Target, all_files: bool = False, *, probe_file=None) ->
             raw.append(_defect("F009", f"{key}: {m.message}", rel, f"{key}: {m.message}",
                                action=f"trust the file: correct features[\"{key}\"] in meta/info.json (tools and "
                                       "loaders that read info.json are misled)"))
-    raw = _relocate_missing(ds, files, raw)
-    dd.problems.extend(group_problems(raw))
-    dd.causes = shared_causes(placeholders)
+    return pending, light
+
+
+def _keys_without_files(ds, dd: DatasetDiagnosis, keys: list[str], fetch: str) -> None:
+    """A video key with no file: nothing referenced (0 episodes, or the metadata says none), or an error when the
+    episode metadata is unreadable and no file on disk fits video_path."""
     for key in keys:
-        if key not in dd.files_per_key:
-            if ds.total("total_episodes") == 0:
-                # no episode, so no video file is referenced: nothing is missing (validate agrees: no F002)
-                dd.notes.append(f"{key}: info.json total_episodes is 0, so no episode references a video file")
-            elif any(n.startswith("the episode metadata is unreadable") for n in dd.notes):
-                # nothing can be decoded for this camera: an error, never "nothing to decode"
-                dd.problems.append(_defect("F002", f"{key}: no video file found (the episode metadata is unreadable "
-                                           "and no file on disk fits video_path)", None, None,
-                                           action=f"re-download the dataset's videos ({fetch})"))
-            else:
-                dd.notes.append(f"{key}: no video file is referenced by the episode metadata")
-    if pending:
-        dd.notes.append(f"{pending} video file(s) not downloaded yet ({download.describe()}): their streams are judged "
-                        "by what meta/info.json declares (codec, pix_fmt, size), without a decode test")
-    if light:
-        dd.notes.append(f"decoder headers read for the first healthy file of each video feature ({len(dd.streams)} "
-                        f"of {len(dd.streams) + light} healthy files; the others were checked for presence and "
-                        "integrity only); use --all-files to read every header")
-    dd.seconds = time.perf_counter() - t0
-    return dd
+        if key in dd.files_per_key:
+            continue
+        if ds.total("total_episodes") == 0:
+            # no episode, so no video file is referenced: nothing is missing (validate agrees: no F002)
+            dd.notes.append(f"{key}: info.json total_episodes is 0, so no episode references a video file")
+        elif any(n.startswith("the episode metadata is unreadable") for n in dd.notes):
+            # nothing can be decoded for this camera: an error, never "nothing to decode"
+            dd.problems.append(_defect("F002", f"{key}: no video file found (the episode metadata is unreadable "
+                                       "and no file on disk fits video_path)", None, None,
+                                       action=f"re-download the dataset's videos ({fetch})"))
+        else:
+            dd.notes.append(f"{key}: no video file is referenced by the episode metadata")
 
 
 def _probe_one(args: tuple[Target, bool]) -> DatasetDiagnosis:
