@@ -438,6 +438,20 @@ def test_a_plan_that_is_missing_unreadable_edited_or_not_an_object_is_named(tmp_
     (run / "plan.json").write_text("[]")
     assert refusal(run / "plan.json") == (f"{run / 'plan.json'}: not a valid lrtool plan file (not an lrtool plan "
                                           "(lrtool_plan: 2))")
+    (run / "plan.json").unlink()
+    (run / "plan.json").mkdir()
+    assert refusal(run / "plan.json") == (f"{run / 'plan.json'}: plan file is a folder, not a regular file; lrtool "
+                                          "only reads regular files")
+
+
+def test_a_part_that_is_not_json_is_named(tmp_path):
+    from lerobot_tools.distributed.parts import read_part
+
+    (tmp_path / "part-0.json").write_text('{"lrtool_part": 2, "rank": "x"')
+    with pytest.raises(UsageError) as info:
+        read_part(tmp_path / "part-0.json")
+    assert str(info.value) == (f"{tmp_path / 'part-0.json'}: part file is not valid JSON: Expecting ',' delimiter at "
+                               "line 1 column 31")
 
 
 # ---------------------------------------------------------------------------------------------- creating a plan
@@ -618,3 +632,41 @@ def test_render_options_keep_only_what_is_set_and_known(tmp_path):
         "lrtool_render": 1, "run": plan.id, "request": plan.request, "baseline_known": ["f" * 32]}
     assert read_render(tmp_path, plan.id, plan.request) == {"baseline_known": ["f" * 32]}
     assert read_render(tmp_path / "nothing", plan.id, plan.request) == {}
+
+
+def test_the_format_the_launching_command_asked_for_is_the_reports(tmp_path):
+    run = tmp_path / "run"
+    for rank in (0, 1):
+        r = lrtool("validate", *CLEAN, "--format", "json", "--shard", f"{rank}/2", "--part-out",
+                   run / f"part-{rank}.json")
+        assert r.returncode == 0, r.stderr
+    assert json.loads((run / "render.json").read_text())["format"] == "json"
+    single = lrtool("validate", *CLEAN, "--format", "json")
+    r = lrtool("report", run)
+    assert (r.returncode, comparable(r.stdout)) == (single.returncode, comparable(single.stdout)), r.stderr
+
+
+def test_render_options_that_cannot_be_written_are_one_line_and_keep_the_old_ones(tmp_path):
+    """The file system refuses the write (here: a file size limit, as a full disk or quota would): one line naming the
+    run folder, exit 2; the render options already there and the part are untouched, no temporary file is left."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    from tests.scaleout_data import env
+
+    run = tmp_path / "run"
+    shards(run, CLEAN[:1], 1)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of the signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))
+
+    r = subprocess.run([sys.executable, "-m", "lerobot_tools", "validate", str(CLEAN[0]), "--format", "json",
+                        "--shard", "0/1", "--part-out", str(run / "part-0.json")], env=env(), capture_output=True,
+                       text=True, timeout=120, preexec_fn=small_files)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"lrtool: error: {run}: cannot write render.json (File too "
+                                                        "large)\n")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
