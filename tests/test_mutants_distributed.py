@@ -219,18 +219,20 @@ def test_tasks_and_merge_resolve_relative_datasets_in_the_launching_directory(tm
     monkeypatch.chdir(launch)
     targets = resolve_targets(["ds"])
     options = ValidateOptions()
-    single = [validate_job.report_to_dict(r) for r in validate_resolved(targets, options)]
+    single = [{**validate_job.report_to_dict(r), "seconds": 0} for r in validate_resolved(targets, options)]
     assert single[0]["findings"]
-    plan = load_or_create(tmp_path / "run", "validate", 2, validate_job.make_spec(targets, options),
-                          validate_job.JOB.sizes)
-    assert plan.cwd == str(launch) and any(it.kind == "head" for b in plan.assignment for it in b)  # split by file
-    monkeypatch.chdir(elsewhere)
-    for rank in (0, 1):
-        run_shard(plan, rank, part_path(tmp_path / "run", rank))
-    merged = merge_parts([tmp_path / "run"])
-    assert os.getcwd() == str(elsewhere)
-    assert [{**validate_job.report_to_dict(r), "seconds": 0} for r in merged.result] == [
-        {**d, "seconds": 0} for d in single]
+    for world in (1, 2):  # validated whole by its task; split by file, its head validated by the merge
+        monkeypatch.chdir(launch)
+        run = tmp_path / f"run{world}"
+        plan = load_or_create(run, "validate", world, validate_job.make_spec(targets, options), validate_job.JOB.sizes)
+        assert plan.cwd == str(launch)
+        assert [it.kind for b in plan.assignment for it in b][0] == ("dataset" if world == 1 else "head")
+        monkeypatch.chdir(elsewhere)
+        for rank in range(world):
+            run_shard(plan, rank, part_path(run, rank))
+        merged = merge_parts([run])
+        assert os.getcwd() == str(elsewhere)
+        assert [{**validate_job.report_to_dict(r), "seconds": 0} for r in merged.result] == single, world
 
 
 @pytest.mark.usefixtures("isolated_hub_env")
