@@ -47,8 +47,8 @@ CHECK_TESTS = ["tests/checks/test_checks.py", "tests/fixtures/test_validate_fixt
 STATS_TESTS = ["tests/checks/test_stats.py", "tests/repair/test_repair_stats.py",
                "tests/checks/test_stats_meta_mutants.py", "tests/checks/test_stats_data_mutants.py"]
 
-SCALEOUT_TESTS = ["tests/distributed/test_scaleout_runfolder.py", "tests/distributed/test_scaleout.py", "-k",
-                  "partition or plan or parts or merge or replay or cli"]
+SCALEOUT_TESTS = ["tests/distributed/test_scaleout_runfolder.py", "tests/distributed/test_run_mutants.py",
+                  "tests/distributed/test_scaleout.py", "-k", "partition or plan or parts or merge or replay or cli"]
 
 #: name -> (module file, pytest arguments selecting the tests that exercise it)
 MODULES: dict[str, tuple[str, list[str]]] = {
@@ -93,6 +93,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                                                               "tests/fixtures/test_validate_fixtures.py"]),
     "repair-moves": ("lerobot_tools/repair/fixes/files.py", ["tests/io/test_symlink_containment.py",
                                                               "tests/repair/test_misplaced_files.py",
+                                                              "tests/repair/test_moves_mutants.py",
                                                               "tests/repair/test_repair.py",
                                                               "-k", "video_path or move or layout"]),
     "mixture": ("lerobot_tools/dataset/mixture.py", ["tests/dataset/test_bounded_claims.py",
