@@ -108,6 +108,30 @@ def test_a_part_of_another_run_is_named_with_the_plans_folder(tmp_path):
         f"lrtool: error: {a / 'part-1.json'}: belongs to another run (run {run_b}, not {run_a} of {a})\n")
 
 
+def test_parts_named_from_two_run_folders_are_refused_naming_both(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shards(a, CLEAN, 2)
+    shards(b, CLEAN, 2)
+    assert error(lrtool("report", "merge", a / "part-0.json", b / "part-1.json")) == (
+        f"lrtool: error: {b}: belongs to another run (its plan.json is not that of {a})\n")
+
+
+def test_the_plan_of_any_folder_named_checks_every_part(tmp_path):
+    """The first part named comes from a folder without a plan, the second from a run folder: that run's plan
+    still decides which parts belong."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    shards(a, CLEAN, 2)
+    shards(b, CLEAN, 2)
+    run_a, run_b = (json.loads((x / "plan.json").read_text())["run"] for x in (a, b))
+    stray = planless(tmp_path, b, [0], "stray") / "part-0.json"
+    assert error(lrtool("report", "merge", stray, a / "part-1.json")) == (
+        f"lrtool: error: {stray}: belongs to another run (run {run_b}, not {run_a} of {a})\n")
+    mine = planless(tmp_path, a, [0], "mine") / "part-0.json"
+    r = lrtool("report", "merge", mine, a / "part-1.json", "--format", "json")
+    whole = lrtool("report", a, "--format", "json")
+    assert (r.returncode, comparable(r.stdout)) == (whole.returncode, comparable(whole.stdout)), r.stderr
+
+
 def test_a_part_claiming_another_ranks_work_is_named(tmp_path):
     run = tmp_path / "run"
     shards(run, CLEAN, 2)
