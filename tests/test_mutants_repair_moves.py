@@ -131,3 +131,42 @@ def test_the_last_check_before_a_move_follows_folders_linked_out(tmp_path):
     assert _move_problem(root, [pair, ("data/chunk-009/file-002.parquet", "store/file-002.parquet")]) == (
         f"data/chunk-009/file-002.parquet would be written outside the dataset (it resolves to "
         f"{outside / 'file-002.parquet'})")
+
+
+def test_data_files_found_in_two_layouts_are_named_and_moved_from_both(tmp_path):
+    root = copy("broken_data_elsewhere", tmp_path)
+    (root / "data_old" / "chunk-000").mkdir(parents=True)  # one file under another top folder, one in chunk-001
+    (root / "data" / "chunk-000" / "file-001.parquet").rename(root / "data_old" / "chunk-000" / "file-001.parquet")
+    assert refusal(plan_repair(target(root), RepairOptions()), "F001") == (
+        "2 of the 2 missing data file(s) are under data_old/…, another chunk folder; loaders read data files only "
+        "where data_path points", "rerun with --move-files to move them there")
+    digests = {rel: sha(root / rel) for rel in ("data_old/chunk-000/file-001.parquet",
+                                                "data/chunk-001/file-002.parquet")}
+    res = repair_target(target(root), RepairOptions(move_files=True))
+    (rep,) = [r for r in res.plan.repairs if r.check == "F001"]
+    assert rep.summary == (f"move 2 data file(s) from data_old/…, another chunk folder to where data_path points "
+                           f"({TEMPLATE!r})")
+    assert res.status == 0
+    assert [sha(root / f"data/chunk-000/file-00{i}.parquet") for i in (1, 2)] == list(digests.values())
+
+
+def test_a_dataset_whose_videos_cannot_be_listed_is_planned_without_a_move(tmp_path):
+    """video_path null with video features declared (I008), or episode metadata that cannot be read: there is no
+    list of video files to look for elsewhere; the repair plans no move and still runs."""
+    import json
+
+    for change in ("video_path", "episodes"):
+        root = tmp_path / change
+        shutil.copytree(DATASETS / "clean_v30", root)
+        if change == "video_path":
+            info = json.loads((root / "meta" / "info.json").read_text())
+            info["video_path"] = None
+            (root / "meta" / "info.json").write_text(json.dumps(info))
+        else:
+            (root / "meta" / "episodes" / "chunk-000" / "file-000.parquet").write_bytes(b"garbage")
+        plan = plan_repair(target(root), RepairOptions(move_files=True))
+        assert plan.cannot_run is None and plan.moves == [], change
+        assert not [d for d in plan.dispositions if d.finding.check == "F002"], change
+        before = tree(root)
+        res = repair_target(target(root), RepairOptions(move_files=True), dry_run=True)
+        assert res.plan.moves == [] and tree(root) == before
