@@ -48,7 +48,8 @@ STATS_TESTS = ["tests/test_stats.py", "tests/test_repair_stats.py", "tests/test_
                "tests/test_bite_stats_data.py"]
 
 SCALEOUT_TESTS = ["tests/test_scaleout_runfolder.py", "tests/test_mutants_distributed.py",
-                  "tests/test_scaleout.py", "-k", "partition or plan or parts or merge or replay or cli"]
+                  "tests/test_mutants_distributed_plan.py", "tests/test_scaleout.py", "-k",
+                  "partition or plan or parts or merge or replay or cli"]
 
 #: name -> (module file, pytest arguments selecting the tests that exercise it)
 MODULES: dict[str, tuple[str, list[str]]] = {
