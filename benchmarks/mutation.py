@@ -48,7 +48,8 @@ STATS_TESTS = ["tests/checks/test_stats.py", "tests/repair/test_repair_stats.py"
                "tests/checks/test_stats_meta_mutants.py", "tests/checks/test_stats_data_mutants.py"]
 
 SCALEOUT_TESTS = ["tests/distributed/test_scaleout_runfolder.py", "tests/distributed/test_run_mutants.py",
-                  "tests/distributed/test_scaleout.py", "-k", "partition or plan or parts or merge or replay or cli"]
+                  "tests/distributed/test_plan_mutants.py", "tests/distributed/test_scaleout.py", "-k",
+                  "partition or plan or parts or merge or replay or cli"]
 
 #: name -> (module file, pytest arguments selecting the tests that exercise it)
 MODULES: dict[str, tuple[str, list[str]]] = {
